@@ -1,0 +1,104 @@
+from rest_framework import serializers
+
+from labeling.models import Issue, IssueComment, LinkedFix, Round, Study
+from taxonomy.models import Category, Codebook, CodebookVersion, Dimension
+
+
+class CategorySerializer(serializers.ModelSerializer):
+    parent = serializers.SlugRelatedField(slug_field="key", read_only=True)
+
+    class Meta:
+        model = Category
+        fields = [
+            "key", "name", "parent", "definition", "include", "exclude", "examples",
+            "deprecated", "metadata",
+        ]  # fmt: skip
+
+
+class DimensionSerializer(serializers.ModelSerializer):
+    categories = CategorySerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Dimension
+        fields = ["key", "name", "description", "multi_label", "required", "ordinal", "categories"]
+
+
+class CodebookVersionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = CodebookVersion
+        fields = ["id", "label", "status", "content_hash", "published_at", "notes"]
+
+
+class CodebookVersionDetailSerializer(CodebookVersionSerializer):
+    codebook = serializers.CharField(source="codebook.name", read_only=True)
+    dimensions = DimensionSerializer(many=True, read_only=True)
+
+    class Meta(CodebookVersionSerializer.Meta):
+        fields = [*CodebookVersionSerializer.Meta.fields, "codebook", "description", "dimensions"]
+
+
+class CodebookSerializer(serializers.ModelSerializer):
+    versions = CodebookVersionSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Codebook
+        fields = ["id", "name", "description", "versions"]
+
+
+class LinkedFixSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = LinkedFix
+        fields = [
+            "kind", "ref", "url", "merged_at", "files_changed", "additions", "deletions",
+            "evidence",
+        ]  # fmt: skip
+
+
+class IssueSerializer(serializers.ModelSerializer):
+    repository = serializers.CharField(source="repository.full_name", read_only=True)
+    html_url = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = Issue
+        fields = [
+            "id", "repository", "number", "title", "state", "state_reason", "author", "labels",
+            "is_pull_request", "created_at", "updated_at", "closed_at", "comments_count",
+            "html_url",
+        ]  # fmt: skip
+
+
+class IssueCommentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = IssueComment
+        fields = ["github_id", "author", "body", "body_html", "created_at", "updated_at"]
+
+
+class IssueDetailSerializer(IssueSerializer):
+    comments = IssueCommentSerializer(many=True, read_only=True)
+    linked_fixes = LinkedFixSerializer(many=True, read_only=True)
+
+    class Meta(IssueSerializer.Meta):
+        fields = [
+            *IssueSerializer.Meta.fields, "body", "body_html", "facets", "comments",
+            "linked_fixes",
+        ]  # fmt: skip
+
+
+class RoundSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Round
+        fields = ["name", "position", "kind", "target_kappa"]
+
+
+class StudySerializer(serializers.ModelSerializer):
+    codebook = serializers.CharField(source="codebook_version.codebook.name", read_only=True)
+    codebook_version = serializers.CharField(source="codebook_version.label", read_only=True)
+    rounds = RoundSerializer(many=True, read_only=True)
+    n_items = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Study
+        fields = [
+            "slug", "name", "description", "codebook", "codebook_version", "k", "blind",
+            "status", "rounds", "n_items", "created_at",
+        ]  # fmt: skip

@@ -1,0 +1,17 @@
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from api import views
+
+router = DefaultRouter()
+router.register("codebooks", views.CodebookViewSet, basename="codebook")
+router.register("codebook-versions", views.CodebookVersionViewSet, basename="codebook-version")
+router.register("issues", views.IssueViewSet, basename="issue")
+router.register("studies", views.StudyViewSet, basename="study")
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("", include(router.urls)),
+]

@@ -1,0 +1,79 @@
+"""Thin DRF views over the selectors; what a user may see is decided there, not here."""
+
+from django.db.models import Exists, OuterRef, Prefetch
+from rest_framework import viewsets
+
+from api.serializers import (
+    CodebookSerializer,
+    CodebookVersionDetailSerializer,
+    IssueDetailSerializer,
+    IssueSerializer,
+    StudySerializer,
+)
+from labeling.models import Issue, Membership, StudyItem
+from labeling.selectors import study_list_for_user
+from taxonomy.models import Category, CodebookVersion, Dimension
+from taxonomy.selectors import codebook_list
+
+
+class CodebookViewSet(viewsets.ReadOnlyModelViewSet):
+    """Codebooks and their versions. Any signed-in user may read them."""
+
+    serializer_class = CodebookSerializer
+
+    def get_queryset(self):
+        return codebook_list()
+
+
+class CodebookVersionViewSet(viewsets.ReadOnlyModelViewSet):
+    """One codebook version with its dimensions and categories."""
+
+    serializer_class = CodebookVersionDetailSerializer
+
+    def get_queryset(self):
+        return CodebookVersion.objects.select_related("codebook").prefetch_related(
+            Prefetch(
+                "dimensions",
+                queryset=Dimension.objects.order_by("position").prefetch_related(
+                    Prefetch(
+                        "categories",
+                        queryset=Category.objects.select_related("parent").order_by("position"),
+                    )
+                ),
+            )
+        )
+
+
+class IssueViewSet(viewsets.ReadOnlyModelViewSet):
+    """Issues of the corpus. A superuser sees all; others see the issues of the studies they
+    manage or adjudicate, and the issues assigned to them."""
+
+    filterset_fields = ["repository__owner", "repository__name", "state", "is_pull_request"]
+
+    def get_serializer_class(self):
+        return IssueDetailSerializer if self.action == "retrieve" else IssueSerializer
+
+    def get_queryset(self):
+        issues = Issue.objects.select_related("repository").order_by("repository_id", "number")
+        if self.action == "retrieve":
+            issues = issues.prefetch_related("comments", "linked_fixes")
+        user = self.request.user
+        if user.is_superuser:
+            return issues
+        overseen = StudyItem.objects.filter(
+            issue=OuterRef("pk"),
+            study__memberships__user=user,
+            study__memberships__role__in=[Membership.Role.MANAGER, Membership.Role.ADJUDICATOR],
+        )
+        assigned = StudyItem.objects.filter(issue=OuterRef("pk"), assignments__annotator=user)
+        return issues.filter(Exists(overseen) | Exists(assigned))
+
+
+class StudyViewSet(viewsets.ReadOnlyModelViewSet):
+    """Studies the user is a member of."""
+
+    serializer_class = StudySerializer
+    lookup_field = "slug"
+
+    def get_queryset(self):
+        return study_list_for_user(user=self.request.user).prefetch_related("rounds")

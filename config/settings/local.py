@@ -1,0 +1,17 @@
+"""The embedded default: one machine, SQLite, no other service required.
+
+When REDIS_URL is unset, Celery tasks run inline in the process that queues them
+(CELERY_TASK_ALWAYS_EAGER). That is a deliberate mode of the embedded default only, so that a new
+user can sync a repository without starting Redis and a worker; production settings refuse to
+start without a broker instead of silently doing the same.
+"""
+
+from .base import *  # noqa: F403
+from .base import REDIS_URL, env
+
+DEBUG = env.bool("DEBUG", default=True)
+SECRET_KEY = env("SECRET_KEY", default="local-development-only-not-secret")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_EAGER_PROPAGATES = True

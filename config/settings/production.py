@@ -1,0 +1,22 @@
+"""Production: every secret and host from the environment; refuses to start without them."""
+
+from django.core.exceptions import ImproperlyConfigured
+
+from .base import *  # noqa: F403
+from .base import ALLOWED_HOSTS, REDIS_URL, SECRET_KEY, env
+
+if not SECRET_KEY or len(SECRET_KEY) < 32 or SECRET_KEY.startswith(("local-", "test-", "change")):
+    raise ImproperlyConfigured("SECRET_KEY must be set to a long random value in production.")
+if not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("ALLOWED_HOSTS must be set in production.")
+if not REDIS_URL:
+    raise ImproperlyConfigured("REDIS_URL must be set in production: Celery needs a broker.")
+
+DEBUG = False
+CELERY_TASK_ALWAYS_EAGER = False
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+SESSION_COOKIE_SECURE = True
+CSRF_COOKIE_SECURE = True
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=60 * 60 * 24 * 30)
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])

@@ -1,0 +1,16 @@
+"""Settings for the test suite: the same database and broker as given by the environment
+(SQLite and inline tasks when unset), fast password hashing."""
+
+from .base import *  # noqa: F403
+from .base import REDIS_URL, env
+
+SECRET_KEY = env("SECRET_KEY", default="test-only-not-secret")
+ALLOWED_HOSTS = ["testserver", "127.0.0.1", "localhost"]
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []}  # noqa: F405

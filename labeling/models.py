@@ -1,0 +1,361 @@
+from django.conf import settings
+from django.db import models
+
+from common.models import TimestampedModel
+from taxonomy.models import Category, CodebookVersion, Dimension
+
+# ---------------------------------------------------------------------------------------------
+# The corpus: what GitHub says, as it said it.
+# ---------------------------------------------------------------------------------------------
+
+
+class Repository(TimestampedModel):
+    owner = models.CharField(max_length=100)
+    name = models.CharField(max_length=100)
+    github_id = models.BigIntegerField(null=True, blank=True, unique=True)
+    # When GitHub answers with a redirect, the repository's current "owner/name".
+    renamed_to = models.CharField(max_length=201, blank=True)
+
+    class Meta:
+        ordering = ["owner", "name"]
+        verbose_name_plural = "repositories"
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="unique_repository_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.full_name
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+    @property
+    def html_url(self) -> str:
+        return f"https://github.com/{self.owner}/{self.name}"
+
+
+class Issue(models.Model):
+    class State(models.TextChoices):
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="issues")
+    number = models.PositiveIntegerField()
+    github_id = models.BigIntegerField(null=True, blank=True)
+    is_pull_request = models.BooleanField(default=False)
+    title = models.TextField()
+    body = models.TextField(blank=True)
+    # Rendered and sanitised once when stored, so that no page ever shows GitHub's raw HTML.
+    body_html = models.TextField(blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
+    state_reason = models.CharField(max_length=30, blank=True)
+    author = models.CharField(max_length=100, blank=True)
+    labels = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+    comments_count = models.PositiveIntegerField(default=0)
+    raw = models.JSONField(default=dict, blank=True)
+    # Facts extracted from the text (exception types, versions, parallelism words, GPU counts).
+    facets = models.JSONField(default=dict, blank=True)
+    stored_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["repository", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["repository", "number"], name="unique_issue_number"),
+        ]
+        indexes = [models.Index(fields=["repository", "updated_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.repository.full_name}#{self.number}"
+
+    @property
+    def html_url(self) -> str:
+        kind = "pull" if self.is_pull_request else "issues"
+        return f"https://github.com/{self.repository.owner}/{self.repository.name}/{kind}/{self.number}"
+
+
+class IssueComment(models.Model):
+    issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="comments")
+    github_id = models.BigIntegerField(unique=True)
+    author = models.CharField(max_length=100, blank=True)
+    body = models.TextField(blank=True)
+    body_html = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["issue", "created_at", "github_id"]
+        indexes = [models.Index(fields=["issue", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"comment {self.github_id} on issue {self.issue_id}"
+
+
+class LinkedFix(models.Model):
+    class Kind(models.TextChoices):
+        PULL_REQUEST = "pr", "Pull request"
+        COMMIT = "commit", "Commit"
+
+    issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="linked_fixes")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    ref = models.CharField(max_length=100)
+    url = models.URLField(max_length=500, blank=True)
+    merged_at = models.DateTimeField(null=True, blank=True)
+    files_changed = models.PositiveIntegerField(null=True, blank=True)
+    additions = models.PositiveIntegerField(null=True, blank=True)
+    deletions = models.PositiveIntegerField(null=True, blank=True)
+    # How the link was found (a closing commit, a merged cross-referencing PR, "fixes #N").
+    evidence = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["issue", "kind", "ref"]
+        constraints = [
+            models.UniqueConstraint(fields=["issue", "kind", "ref"], name="unique_linked_fix"),
+        ]
+
+    # ---------------------------------------------------------------------------------------------
+    # Studies: who labels what, against which codebook version.
+    # ---------------------------------------------------------------------------------------------
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.ref}"
+
+
+class Study(TimestampedModel):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        CLOSED = "closed", "Closed"
+
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    codebook_version = models.ForeignKey(
+        CodebookVersion, on_delete=models.PROTECT, related_name="studies"
+    )
+    k = models.PositiveSmallIntegerField(default=2, help_text="annotators per item")
+    blind = models.BooleanField(default=True)
+    sampling = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "studies"
+        constraints = [
+            models.CheckConstraint(condition=models.Q(k__gte=1), name="study_k_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        MANAGER = "manager", "Manager"
+        ANNOTATOR = "annotator", "Annotator"
+        ADJUDICATOR = "adjudicator", "Adjudicator"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=12, choices=Role.choices)
+
+    class Meta:
+        ordering = ["study", "role", "user"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "user", "role"], name="unique_membership"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} as {self.role} in {self.study}"
+
+
+class Round(models.Model):
+    class Kind(models.TextChoices):
+        PILOT = "pilot", "Pilot"
+        MAIN = "main", "Main"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="rounds")
+    name = models.CharField(max_length=100)
+    position = models.PositiveSmallIntegerField(default=0)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.MAIN)
+    target_kappa = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "position"], name="unique_round_position"),
+            models.UniqueConstraint(fields=["study", "name"], name="unique_round_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class StudyItem(models.Model):
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        IN_RESOLUTION = "in_resolution", "In resolution"
+        RESOLVED = "resolved", "Resolved"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    issue = models.ForeignKey(Issue, on_delete=models.PROTECT, related_name="study_items")
+    round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="items")
+    status = models.CharField(max_length=15, choices=Status.choices, default=Status.OPEN)
+    # Set when the issue changed on GitHub after someone labeled it; labels are never touched.
+    changed_upstream_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "issue"], name="unique_study_issue"),
+        ]
+
+    def __str__(self) -> str:
+        return f"item {self.pk} of {self.study_id}"
+
+
+class Assignment(models.Model):
+    class Status(models.TextChoices):
+        TODO = "todo", "To do"
+        DRAFT = "draft", "Draft"
+        SUBMITTED = "submitted", "Submitted"
+        SKIPPED = "skipped", "Skipped"
+
+    item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.TODO)
+    skip_reason = models.TextField(blank=True)
+    # Why this item went to this annotator (pre-assigned, least-annotated, ...).
+    selection_reason = models.CharField(max_length=200, blank=True)
+    assigned_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    seconds_spent = models.PositiveIntegerField(default=0)
+    # Bumped on every save, so that two tabs cannot overwrite each other silently.
+    version = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["item", "annotator"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "annotator"], name="unique_assignment"),
+        ]
+        indexes = [models.Index(fields=["annotator", "status"])]
+
+    def __str__(self) -> str:
+        return f"item {self.item_id} for {self.annotator}"
+
+
+class Annotation(models.Model):
+    """What one annotator said about one item on one dimension. No categories: none applies."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="annotations")
+    dimension = models.ForeignKey(Dimension, on_delete=models.PROTECT, related_name="annotations")
+    categories = models.ManyToManyField(Category, blank=True, related_name="annotations")
+    unsure = models.BooleanField(default=False)
+    rationale = models.TextField(blank=True)
+    evidence = models.TextField(blank=True)
+    # A category the annotator would add to the codebook (open coding).
+    proposal = models.CharField(max_length=200, blank=True)
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["assignment", "dimension__position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["assignment", "dimension"], name="unique_annotation_dimension"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"assignment {self.assignment_id}, dimension {self.dimension_id}"
+
+
+class AnnotationRevision(models.Model):
+    """Every change to an annotation, as it was after the change."""
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="revisions")
+    category_keys = models.JSONField(default=list)
+    unsure = models.BooleanField(default=False)
+    rationale = models.TextField(blank=True)
+    evidence = models.TextField(blank=True)
+    proposal = models.CharField(max_length=200, blank=True)
+    assignment_status = models.CharField(max_length=10)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_at = models.DateTimeField(auto_now_add=True)
+    reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["annotation", "changed_at", "id"]
+
+    def __str__(self) -> str:
+        return f"revision of annotation {self.annotation_id} at {self.changed_at}"
+
+
+class Resolution(models.Model):
+    """The gold label of an item on a dimension."""
+
+    class Method(models.TextChoices):
+        CONSENSUS = "consensus", "Consensus"
+        ADJUDICATED = "adjudicated", "Adjudicator decision"
+        MAJORITY = "majority", "Majority"
+
+    item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="resolutions")
+    dimension = models.ForeignKey(Dimension, on_delete=models.PROTECT, related_name="resolutions")
+    categories = models.ManyToManyField(Category, blank=True, related_name="resolutions")
+    method = models.CharField(max_length=12, choices=Method.choices)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    note = models.TextField(blank=True)
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item", "dimension"], name="unique_resolution"),
+        ]
+
+    def __str__(self) -> str:
+        return f"resolution of item {self.item_id}, dimension {self.dimension_id}"
+
+
+class ResolutionRevision(models.Model):
+    resolution = models.ForeignKey(Resolution, on_delete=models.CASCADE, related_name="revisions")
+    category_keys = models.JSONField(default=list)
+    method = models.CharField(max_length=12)
+    note = models.TextField(blank=True)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["resolution", "changed_at", "id"]
+
+    def __str__(self) -> str:
+        return f"revision of resolution {self.resolution_id} at {self.changed_at}"
+
+
+class DiscussionComment(models.Model):
+    item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="discussion")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    body = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["item", "created_at"]
+
+    def __str__(self) -> str:
+        return f"comment by {self.author} on item {self.item_id}"

@@ -1,0 +1,208 @@
+"""Writes of annotators: saving drafts, submitting, skipping. Every change is a revision."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
+from labeling.models import Annotation, AnnotationRevision, Assignment, StudyItem
+from taxonomy.models import Category, Dimension
+
+MAX_TEXT = 20_000
+
+
+@dataclass
+class DimensionAnswer:
+    category_keys: list[str] = field(default_factory=list)
+    unsure: bool = False
+    rationale: str = ""
+    evidence: str = ""
+    proposal: str = ""
+
+
+def _check_can_edit(*, assignment: Assignment, user: AbstractBaseUser) -> None:
+    if assignment.annotator_id != user.pk:
+        raise PermissionDeniedError("This item is assigned to someone else.")
+    if assignment.item.status != StudyItem.Status.OPEN:
+        raise ApplicationError("This item is under resolution; its labels can no longer change.")
+
+
+@transaction.atomic
+def assignment_save(
+    *,
+    assignment: Assignment,
+    user: AbstractBaseUser,
+    answers: Mapping[str, DimensionAnswer],
+    submit: bool,
+    expected_version: int | None = None,
+    seconds_spent: int | None = None,
+) -> Assignment:
+    """Save an annotator's labels on an item, as a draft or submitted.
+
+    `answers` maps dimension keys to answers; dimensions not named keep what they had. A stale
+    `expected_version` (another tab saved in between) is a ConflictError and nothing is written.
+    Submitting checks that every required single-label dimension has its one category. After
+    submitting, the annotator may still revise until the item enters resolution.
+    """
+    assignment = (
+        Assignment.objects.select_for_update()
+        .select_related("item__study__codebook_version")
+        .get(pk=assignment.pk)
+    )
+    _check_can_edit(assignment=assignment, user=user)
+    if expected_version is not None and expected_version != assignment.version:
+        raise ConflictError(
+            "These labels were changed in another tab or window; reload to see them.",
+            extra={"version": assignment.version},
+        )
+    dimensions = {
+        d.key: d
+        for d in Dimension.objects.filter(version_id=assignment.item.study.codebook_version_id)
+    }
+    unknown = sorted(set(answers) - dimensions.keys())
+    if unknown:
+        raise ApplicationError(
+            f"Unknown dimension {', '.join(unknown)} for this study's codebook.",
+            extra={"dimensions": unknown},
+        )
+    categories = _categories_by_dimension(answers, dimensions)
+    existing = {
+        a.dimension_id: a
+        for a in Annotation.objects.filter(assignment=assignment).prefetch_related("categories")
+    }
+
+    if submit:
+        _check_complete(dimensions, answers, existing, categories)
+
+    status = (
+        Assignment.Status.SUBMITTED
+        if submit
+        else (
+            Assignment.Status.SUBMITTED
+            if assignment.status == Assignment.Status.SUBMITTED
+            else Assignment.Status.DRAFT
+        )
+    )
+    for key, answer in answers.items():
+        dimension = dimensions[key]
+        chosen = categories[key]
+        annotation = existing.get(dimension.id)
+        new_state = (
+            sorted(c.key for c in chosen), answer.unsure, answer.rationale[:MAX_TEXT],
+            answer.evidence[:MAX_TEXT], answer.proposal[:200],
+        )  # fmt: skip
+        if annotation is None:
+            annotation = Annotation.objects.create(assignment=assignment, dimension=dimension)
+            old_state = None
+        else:
+            old_state = (
+                sorted(c.key for c in annotation.categories.all()), annotation.unsure,
+                annotation.rationale, annotation.evidence, annotation.proposal,
+            )  # fmt: skip
+        if new_state == old_state:
+            continue
+        annotation.unsure, annotation.rationale = new_state[1], new_state[2]
+        annotation.evidence, annotation.proposal = new_state[3], new_state[4]
+        annotation.version += 1
+        annotation.save(
+            update_fields=["unsure", "rationale", "evidence", "proposal", "version", "updated_at"]
+        )
+        annotation.categories.set(chosen)
+        AnnotationRevision.objects.create(
+            annotation=annotation,
+            category_keys=new_state[0],
+            unsure=annotation.unsure,
+            rationale=annotation.rationale,
+            evidence=annotation.evidence,
+            proposal=annotation.proposal,
+            assignment_status=status,
+            changed_by=user,
+            reason="submitted" if submit else "draft",
+        )
+
+    now = timezone.now()
+    fields = ["status", "version"]
+    if assignment.started_at is None:
+        assignment.started_at = now
+        fields.append("started_at")
+    if submit and assignment.status != Assignment.Status.SUBMITTED:
+        assignment.submitted_at = now
+        fields.append("submitted_at")
+    if seconds_spent is not None and seconds_spent > assignment.seconds_spent:
+        assignment.seconds_spent = min(seconds_spent, 7 * 24 * 3600)
+        fields.append("seconds_spent")
+    assignment.status = status
+    assignment.skip_reason = ""
+    fields.append("skip_reason")
+    assignment.version += 1
+    assignment.save(update_fields=fields)
+    return assignment
+
+
+def _categories_by_dimension(
+    answers: Mapping[str, DimensionAnswer], dimensions: Mapping[str, Dimension]
+) -> dict[str, list[Category]]:
+    wanted_ids = [dimensions[key].id for key in answers]
+    by_dimension: dict[int, dict[str, Category]] = {}
+    for category in Category.objects.filter(dimension_id__in=wanted_ids):
+        by_dimension.setdefault(category.dimension_id, {})[category.key] = category
+    chosen: dict[str, list[Category]] = {}
+    for key, answer in answers.items():
+        dimension = dimensions[key]
+        known = by_dimension.get(dimension.id, {})
+        keys = list(dict.fromkeys(answer.category_keys))
+        foreign = [k for k in keys if k not in known]
+        if foreign:
+            raise ApplicationError(
+                f"{', '.join(foreign)} is not a category of {dimension.name}.",
+                extra={"dimension": key, "categories": foreign},
+            )
+        if not dimension.multi_label and len(keys) > 1:
+            raise ApplicationError(
+                f"{dimension.name} takes one category; {len(keys)} were given.",
+                extra={"dimension": key},
+            )
+        chosen[key] = [known[k] for k in keys]
+    return chosen
+
+
+def _check_complete(
+    dimensions: Mapping[str, Dimension],
+    answers: Mapping[str, DimensionAnswer],
+    existing: Mapping[int, Annotation],
+    categories: Mapping[str, list[Category]],
+) -> None:
+    missing = []
+    for key, dimension in dimensions.items():
+        if not dimension.required or dimension.multi_label:
+            continue  # an empty multi-label answer means "none applies"
+        if key in answers:
+            chosen = categories[key]
+        else:
+            annotation = existing.get(dimension.id)
+            chosen = list(annotation.categories.all()) if annotation else []
+        if not chosen:
+            missing.append(dimension.name)
+    if missing:
+        raise ApplicationError(
+            f"Choose a category for: {', '.join(missing)}.", extra={"missing": missing}
+        )
+
+
+@transaction.atomic
+def assignment_skip(*, assignment: Assignment, user: AbstractBaseUser, reason: str) -> Assignment:
+    assignment = Assignment.objects.select_for_update().select_related("item").get(pk=assignment.pk)
+    _check_can_edit(assignment=assignment, user=user)
+    reason = reason.strip()
+    if not reason:
+        raise ApplicationError("Say why you skip this item.")
+    if assignment.status == Assignment.Status.SUBMITTED:
+        raise ApplicationError("A submitted item cannot be skipped; revise its labels instead.")
+    assignment.status = Assignment.Status.SKIPPED
+    assignment.skip_reason = reason[:2000]
+    assignment.version += 1
+    assignment.save(update_fields=["status", "skip_reason", "version"])
+    return assignment

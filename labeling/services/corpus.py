@@ -1,0 +1,255 @@
+"""Writes to the corpus: issues, comments and linked fixes, from import files or from GitHub."""
+
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from labeling.issue_import import (
+    IssueRecord,
+    RecordError,
+    issue_record_from_object,
+)
+from labeling.models import Issue, IssueComment, LinkedFix, Repository, StudyItem
+from labeling.rendering import render_markdown
+
+logger = logging.getLogger(__name__)
+
+BATCH_SIZE = 500
+ISSUE_FIELDS = [
+    "github_id", "is_pull_request", "title", "body", "body_html", "state", "state_reason",
+    "author", "labels", "created_at", "updated_at", "closed_at", "comments_count", "raw",
+]  # fmt: skip
+
+
+@dataclass
+class IssueImportReport:
+    read: int = 0
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    merged_duplicates: int = 0
+    pull_requests: int = 0
+    comments: int = 0
+    linked_fixes: int = 0
+    errors: list[tuple[int, str]] = field(default_factory=list)
+    changed_issue_ids: list[int] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"{self.read} records read: {self.created} issues created, {self.updated} updated, "
+            f"{self.unchanged} unchanged ({self.pull_requests} pull requests among them, "
+            f"{self.merged_duplicates} duplicates merged); {self.comments} comments and "
+            f"{self.linked_fixes} linked fixes stored; {len(self.errors)} lines with errors"
+        )
+
+
+def issues_import(*, objects: Iterable[tuple[int, Any]], render: bool = True) -> IssueImportReport:
+    """Upsert issues (with comments and linked fixes) by repository and number.
+
+    `objects` are (line number, decoded object or RecordError) pairs, as `issue_file_lines` yields
+    them. Bad lines are reported with their number and skipped; good lines are stored in batches,
+    each in its own transaction, so that what was stored before stays stored. An issue whose
+    `updated_at` is not newer than the stored one is left alone, which makes a second run a no-op.
+    Issues that changed after someone labeled them are flagged on their study items.
+    """
+    report = IssueImportReport()
+    repositories: dict[tuple[str, str], int] = {}
+    for batch in _batches(objects, report):
+        _store_batch(batch, repositories, report)
+    if render:
+        issue_texts_render(issue_ids=None)
+    return report
+
+
+def _batches(
+    objects: Iterable[tuple[int, Any]], report: IssueImportReport
+) -> Iterator[list[IssueRecord]]:
+    batch: dict[tuple[str, str, int], IssueRecord] = {}
+    for line_number, obj in objects:
+        report.read += 1
+        if isinstance(obj, RecordError):
+            report.errors.append((line_number, str(obj)))
+            continue
+        try:
+            record = issue_record_from_object(obj)
+        except RecordError as error:
+            report.errors.append((line_number, str(error)))
+            continue
+        key = (record.owner, record.name, record.number)
+        if key in batch:
+            report.merged_duplicates += 1
+            batch[key] = _merge(batch[key], record)
+        else:
+            batch[key] = record
+        if len(batch) >= BATCH_SIZE:
+            yield list(batch.values())
+            batch = {}
+    if batch:
+        yield list(batch.values())
+
+
+def _merge(first: IssueRecord, second: IssueRecord) -> IssueRecord:
+    """The newer copy of an issue wins; comments and fixes of both are kept."""
+    newer, older = (second, first) if second.updated_at >= first.updated_at else (first, second)
+    comments = {c.github_id: c for c in older.comments}
+    comments.update({c.github_id: c for c in newer.comments})
+    fixes = {(f.kind, f.ref): f for f in older.linked_fixes}
+    fixes.update({(f.kind, f.ref): f for f in newer.linked_fixes})
+    newer.comments = list(comments.values())
+    newer.linked_fixes = list(fixes.values())
+    return newer
+
+
+def _repository_ids(
+    records: list[IssueRecord], known: dict[tuple[str, str], int]
+) -> dict[tuple[str, str], int]:
+    for key in {record.repository_key for record in records} - known.keys():
+        repository, _ = Repository.objects.get_or_create(owner=key[0], name=key[1])
+        known[key] = repository.id
+    return known
+
+
+@transaction.atomic
+def _store_batch(
+    records: list[IssueRecord],
+    repositories: dict[tuple[str, str], int],
+    report: IssueImportReport,
+) -> None:
+    repository_ids = _repository_ids(records, repositories)
+    wanted = {(repository_ids[r.repository_key], r.number) for r in records}
+    # A superset by two IN lists, narrowed here: portable and cheap for one batch.
+    stored = {
+        (repository_id, number): (issue_id, updated_at)
+        for issue_id, repository_id, number, updated_at in Issue.objects.filter(
+            repository_id__in={key[0] for key in wanted}, number__in={key[1] for key in wanted}
+        ).values_list("id", "repository_id", "number", "updated_at")
+        if (repository_id, number) in wanted
+    }
+    to_create: list[Issue] = []
+    to_update: list[Issue] = []
+    written: list[tuple[Issue, IssueRecord]] = []
+    for record in records:
+        repository_id = repository_ids[record.repository_key]
+        report.pull_requests += record.is_pull_request
+        issue = Issue(
+            repository_id=repository_id,
+            number=record.number,
+            **{name: getattr(record, name) for name in ISSUE_FIELDS if name != "body_html"},
+        )
+        existing = stored.get((repository_id, record.number))
+        if existing is None:
+            to_create.append(issue)
+        elif record.updated_at > existing[1]:
+            issue.id = existing[0]
+            to_update.append(issue)
+        else:
+            report.unchanged += 1
+            continue
+        written.append((issue, record))
+
+    Issue.objects.bulk_create(to_create, batch_size=BATCH_SIZE)
+    if to_update:
+        Issue.objects.bulk_update(to_update, ISSUE_FIELDS, batch_size=BATCH_SIZE)
+        changed_ids = [issue.id for issue in to_update]
+        report.changed_issue_ids.extend(changed_ids)
+        issue_items_flag_changed(issue_ids=changed_ids)
+    report.created += len(to_create)
+    report.updated += len(to_update)
+
+    comments = [
+        IssueComment(
+            issue_id=issue.id,
+            github_id=comment.github_id,
+            author=comment.author,
+            body=comment.body,
+            created_at=comment.created_at,
+            updated_at=comment.updated_at,
+        )
+        for issue, record in written
+        for comment in record.comments
+    ]
+    if comments:
+        IssueComment.objects.bulk_create(
+            comments,
+            batch_size=BATCH_SIZE,
+            update_conflicts=True,
+            unique_fields=["github_id"],
+            update_fields=["issue", "author", "body", "body_html", "created_at", "updated_at"],
+        )
+    fixes = [
+        LinkedFix(
+            issue_id=issue.id,
+            kind=fix.kind,
+            ref=fix.ref,
+            url=fix.url,
+            merged_at=fix.merged_at,
+            files_changed=fix.files_changed,
+            additions=fix.additions,
+            deletions=fix.deletions,
+            evidence=fix.evidence,
+        )
+        for issue, record in written
+        for fix in record.linked_fixes
+    ]
+    if fixes:
+        LinkedFix.objects.bulk_create(
+            fixes,
+            batch_size=BATCH_SIZE,
+            update_conflicts=True,
+            unique_fields=["issue", "kind", "ref"],
+            update_fields=[
+                "url",
+                "merged_at",
+                "files_changed",
+                "additions",
+                "deletions",
+                "evidence",
+            ],
+        )
+    report.comments += len(comments)
+    report.linked_fixes += len(fixes)
+
+
+def issue_items_flag_changed(*, issue_ids: list[int]) -> int:
+    """Mark study items of these issues "changed since labeled" where someone already labeled them.
+
+    Labels are never touched: the flag only tells people to look again.
+    """
+    return (
+        StudyItem.objects.filter(
+            issue_id__in=issue_ids,
+            assignments__status__in=["draft", "submitted"],
+            changed_upstream_at__isnull=True,
+        )
+        .distinct()
+        .update(changed_upstream_at=timezone.now())
+    )
+
+
+def issue_texts_render(*, issue_ids: list[int] | None) -> int:
+    """Render and sanitise the Markdown of issues and comments not rendered yet.
+
+    Storing and rendering are separate steps so that a bulk import stays fast; each text is rendered
+    once, after it is stored, never on a page view. Returns the number of texts rendered.
+    """
+    rendered = 0
+    issues = Issue.objects.filter(body_html="").exclude(body="")
+    comments = IssueComment.objects.filter(body_html="").exclude(body="")
+    if issue_ids is not None:
+        issues = issues.filter(id__in=issue_ids)
+        comments = comments.filter(issue_id__in=issue_ids)
+    for model, queryset in ((Issue, issues), (IssueComment, comments)):
+        while True:
+            chunk = list(queryset.only("id", "body")[:BATCH_SIZE])
+            if not chunk:
+                break
+            for row in chunk:
+                row.body_html = render_markdown(row.body) or "<p></p>"
+            with transaction.atomic():
+                model.objects.bulk_update(chunk, ["body_html"], batch_size=BATCH_SIZE)
+            rendered += len(chunk)
+    return rendered

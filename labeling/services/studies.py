@@ -1,0 +1,167 @@
+"""Writes to studies: creation, membership, items and assignments."""
+
+from collections.abc import Sequence
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Count, Q
+
+from common.exceptions import ApplicationError
+from labeling.assignment import balanced_assignment
+from labeling.models import Assignment, Issue, Membership, Round, Study, StudyItem
+from taxonomy.models import CodebookVersion
+
+User = get_user_model()
+
+
+@transaction.atomic
+def study_create(
+    *,
+    slug: str,
+    name: str,
+    codebook_version: CodebookVersion,
+    k: int = 2,
+    blind: bool = True,
+    annotators: Sequence[AbstractBaseUser] = (),
+    managers: Sequence[AbstractBaseUser] = (),
+    adjudicators: Sequence[AbstractBaseUser] = (),
+    issues: Sequence[Issue] = (),
+    sampling: dict | None = None,
+    round_name: str = "Main",
+    round_kind: str = Round.Kind.MAIN,
+) -> Study:
+    """Create a study with one round, its members, and its issues assigned to k annotators each.
+
+    Pull requests are never study items. When annotators are given, every item is pre-assigned to k
+    of them; otherwise annotators claim items as they ask for their next one.
+    """
+    if Study.objects.filter(slug=slug).exists():
+        raise ApplicationError(f"A study with the slug {slug!r} exists already.")
+    if k < 1:
+        raise ApplicationError("k must be at least 1.")
+    if annotators and len(annotators) < k:
+        raise ApplicationError(f"k = {k} needs at least {k} annotators; {len(annotators)} given.")
+    study = Study.objects.create(
+        slug=slug,
+        name=name,
+        codebook_version=codebook_version,
+        k=k,
+        blind=blind,
+        sampling=sampling or {},
+    )
+    Round.objects.create(study=study, name=round_name, position=0, kind=round_kind)
+    for role, users in (
+        (Membership.Role.MANAGER, managers),
+        (Membership.Role.ANNOTATOR, annotators),
+        (Membership.Role.ADJUDICATOR, adjudicators),
+    ):
+        for user in users:
+            study_member_add(study=study, user=user, role=role)
+    study_items_add(study=study, issues=issues)
+    return study
+
+
+def study_member_add(*, study: Study, user: AbstractBaseUser, role: str) -> Membership:
+    membership, _ = Membership.objects.get_or_create(study=study, user=user, role=role)
+    return membership
+
+
+@transaction.atomic
+def study_items_add(
+    *, study: Study, issues: Sequence[Issue], round: Round | None = None
+) -> list[StudyItem]:
+    """Add issues (not pull requests, not already in the study) to a round, and assign them."""
+    round = round or study.rounds.order_by("-position").first()
+    already = set(study.items.values_list("issue_id", flat=True))
+    new_issues = [i for i in issues if not i.is_pull_request and i.id not in already]
+    StudyItem.objects.bulk_create(
+        [StudyItem(study=study, issue=issue, round=round) for issue in new_issues]
+    )
+    items = list(StudyItem.objects.filter(study=study, issue__in=new_issues).order_by("id"))
+    annotators = list(
+        User.objects.filter(
+            memberships__study=study, memberships__role=Membership.Role.ANNOTATOR
+        ).order_by("username")
+    )
+    if len(annotators) >= study.k:
+        # Start where earlier batches stopped, so that the load stays even across additions.
+        offset = Assignment.objects.filter(item__study=study).count() // study.k
+        plan = balanced_assignment(offset + len(items), [a.username for a in annotators], study.k)
+        by_name = {a.username: a for a in annotators}
+        Assignment.objects.bulk_create(
+            [
+                Assignment(
+                    item=item,
+                    annotator=by_name[username],
+                    selection_reason="pre-assigned (balanced)",
+                )
+                for item, usernames in zip(items, plan[offset:], strict=True)
+                for username in usernames
+            ]
+        )
+    return items
+
+
+def item_claim_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignment | None:
+    """Claim an open item that still needs annotators: least-annotated first, never one the user
+    already has. Rows are locked with SKIP LOCKED, so two annotators asking at once get different
+    items. Must run inside a transaction.
+    """
+    if not Membership.objects.filter(
+        study=study, user=user, role=Membership.Role.ANNOTATOR
+    ).exists():
+        return None
+    candidate_ids = list(
+        StudyItem.objects.filter(
+            study=study, status=StudyItem.Status.OPEN, issue__is_pull_request=False
+        )
+        .exclude(assignments__annotator=user)
+        .annotate(n_assigned=Count("assignments"))
+        .filter(n_assigned__lt=study.k)
+        .order_by("n_assigned", "id")
+        .values_list("id", flat=True)[:50]
+    )
+    if not candidate_ids:
+        return None
+    locked = list(
+        StudyItem.objects.select_for_update(skip_locked=True)
+        .filter(id__in=candidate_ids)
+        .values_list("id", flat=True)
+    )
+    counts = dict(
+        StudyItem.objects.filter(id__in=locked)
+        .annotate(n_assigned=Count("assignments", filter=~Q(assignments__annotator=user)))
+        .values_list("id", "n_assigned")
+    )
+    for item_id in candidate_ids:
+        if item_id in counts and counts[item_id] < study.k:
+            return Assignment.objects.create(
+                item_id=item_id,
+                annotator=user,
+                selection_reason=f"least-annotated ({counts[item_id]} of {study.k} before)",
+            )
+    return None
+
+
+@transaction.atomic
+def item_next_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignment | None:
+    """The assignment the annotator should work on next: their own unfinished ones first (drafts,
+    then to-do, oldest item first), else a newly claimed item that still needs annotators.
+    None when there is nothing left. The reason for the choice is kept on the assignment.
+    """
+    own = (
+        Assignment.objects.filter(
+            item__study=study,
+            annotator=user,
+            status__in=[Assignment.Status.DRAFT, Assignment.Status.TODO],
+            item__status=StudyItem.Status.OPEN,
+        )
+        .order_by("-status", "item_id")  # "todo" sorts after "draft" descending
+        .first()
+    )
+    if own is not None:
+        return own
+    if study.status != Study.Status.ACTIVE:
+        return None
+    return item_claim_for_annotator(study=study, user=user)

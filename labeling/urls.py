@@ -1,0 +1,11 @@
+from django.urls import path
+
+from labeling import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("studies/<slug:slug>/", views.study_overview, name="study_overview"),
+    path("studies/<slug:slug>/queue/", views.queue, name="queue"),
+    path("studies/<slug:slug>/next/", views.next_item, name="next_item"),
+    path("studies/<slug:slug>/items/<int:item_id>/", views.label_item, name="label_item"),
+]

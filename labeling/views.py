@@ -1,0 +1,135 @@
+"""Web pages. Each view checks who may see what, calls one selector or service, renders."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from common.exceptions import ApplicationError, ConflictError
+from labeling.forms import answers_from_form, int_or_none
+from labeling.models import Membership
+from labeling.selectors import (
+    QUEUE_FILTERS,
+    assignment_get_for_annotator,
+    labeling_page,
+    queue_for_annotator,
+    queue_progress,
+    study_get_for_user,
+    study_list_for_user,
+    study_overview_counts,
+)
+from labeling.services.annotations import assignment_save, assignment_skip
+from labeling.services.studies import item_next_for_annotator
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    return render(
+        request, "labeling/home.html", {"studies": study_list_for_user(user=request.user)}
+    )
+
+
+@login_required
+def study_overview(request: HttpRequest, slug: str) -> HttpResponse:
+    study, roles = study_get_for_user(slug=slug, user=request.user)
+    context = {
+        "study": study,
+        "roles": sorted(roles),
+        "counts": study_overview_counts(study=study),
+        "is_annotator": Membership.Role.ANNOTATOR in roles,
+        "progress": queue_progress(study=study, user=request.user),
+    }
+    return render(request, "labeling/study_overview.html", context)
+
+
+@login_required
+def queue(request: HttpRequest, slug: str) -> HttpResponse:
+    study, _ = study_get_for_user(slug=slug, user=request.user)
+    status_filter = request.GET.get("status")
+    context = {
+        "study": study,
+        "assignments": queue_for_annotator(
+            study=study, user=request.user, status_filter=status_filter
+        ),
+        "progress": queue_progress(study=study, user=request.user),
+        "filters": list(QUEUE_FILTERS),
+        "status_filter": status_filter if status_filter in QUEUE_FILTERS else None,
+    }
+    return render(request, "labeling/queue.html", context)
+
+
+@login_required
+def next_item(request: HttpRequest, slug: str) -> HttpResponse:
+    study, _ = study_get_for_user(slug=slug, user=request.user)
+    assignment = item_next_for_annotator(study=study, user=request.user)
+    if assignment is None:
+        messages.info(request, "Nothing left to label in this study. Thank you!")
+        return redirect("queue", slug=study.slug)
+    return redirect("label_item", slug=study.slug, item_id=assignment.item_id)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
+    study, _ = study_get_for_user(slug=slug, user=request.user)
+    assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
+    page = labeling_page(assignment=assignment)
+    status = 200
+    if request.method == "POST":
+        action = request.POST.get("action", "draft")
+        try:
+            if action == "skip":
+                assignment_skip(
+                    assignment=assignment,
+                    user=request.user,
+                    reason=request.POST.get("skip_reason", ""),
+                )
+                messages.info(request, "Skipped.")
+                return redirect("next_item", slug=study.slug)
+            assignment_save(
+                assignment=assignment,
+                user=request.user,
+                answers=answers_from_form(request.POST, page.dimensions),
+                submit=action == "submit",
+                expected_version=int_or_none(request.POST.get("version")),
+                seconds_spent=int_or_none(request.POST.get("seconds_spent")),
+            )
+        except ApplicationError as error:
+            messages.error(request, error.message)
+            status = 409 if isinstance(error, ConflictError) else 400
+        else:
+            if action == "submit":
+                messages.success(request, f"Submitted {page.issue}.")
+                return redirect("next_item", slug=study.slug)
+            messages.success(request, "Draft saved.")
+            return redirect("label_item", slug=study.slug, item_id=item_id)
+        assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
+        page = labeling_page(assignment=assignment)
+    return render(
+        request,
+        "labeling/label_item.html",
+        {"study": study, "page": page, "dimension_rows": _dimension_rows(page)},
+        status=status,
+    )
+
+
+def _dimension_rows(page) -> list[dict]:
+    """Each dimension with its categories in tree order, their depth, and what is chosen."""
+    rows = []
+    for dimension in page.dimensions:
+        annotation = page.annotations.get(dimension.id)
+        chosen = {c.id for c in annotation.categories.all()} if annotation else set()
+        depth: dict[int, int] = {}
+        categories = []
+        for category in dimension.categories.all():
+            depth[category.id] = depth[category.parent_id] + 1 if category.parent_id else 0
+            categories.append(
+                {
+                    "category": category,
+                    "depth": depth[category.id],
+                    "checked": category.id in chosen,
+                }
+            )
+        rows.append({"dimension": dimension, "annotation": annotation, "categories": categories})
+    return rows

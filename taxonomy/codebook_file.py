@@ -1,0 +1,356 @@
+"""The codebook file (JSON, or YAML of the same shape): parsing with errors that name the place,
+and the normalised form that the services store and export.
+
+No Django here: a file in, plain data out.
+"""
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+KEY_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_\-]*$")
+MAX_FILE_BYTES = 10 * 1024 * 1024
+
+TOP_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "name": str,
+    "version": (str, int, float),
+    "description": str,
+    "dimensions": list,
+}
+DIMENSION_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "key": str,
+    "name": str,
+    "description": str,
+    "multi_label": bool,
+    "required": bool,
+    "ordinal": bool,
+    "categories": list,
+}
+CATEGORY_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "key": str,
+    "name": str,
+    "definition": str,
+    "include": str,
+    "exclude": str,
+    "examples": list,
+    "children": list,
+    "parent": (str, type(None)),
+    "deprecated": bool,
+}
+
+
+class CodebookFileError(ValueError):
+    """A codebook file that cannot be loaded; `errors` lists each problem with its place."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+@dataclass
+class CategorySpec:
+    key: str
+    name: str
+    parent_key: str | None
+    definition: str = ""
+    include: str = ""
+    exclude: str = ""
+    examples: list[str] = field(default_factory=list)
+    deprecated: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DimensionSpec:
+    key: str
+    name: str
+    description: str = ""
+    multi_label: bool = False
+    required: bool = True
+    ordinal: bool = False
+    categories: list[CategorySpec] = field(default_factory=list)  # parents before children
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CodebookSpec:
+    name: str
+    version: str
+    description: str = ""
+    dimensions: list[DimensionSpec] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def content_hash(self) -> str:
+        canonical = json.dumps(codebook_spec_to_dict(self), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise CodebookFileError([f"duplicate field {key!r} in one object"])
+        seen[key] = value
+    return seen
+
+
+def codebook_file_read(content: bytes | str, *, filename: str = "") -> dict[str, Any]:
+    """Decode a codebook file's bytes into a dict (JSON, or YAML when the name says so)."""
+    if isinstance(content, bytes):
+        if len(content) > MAX_FILE_BYTES:
+            raise CodebookFileError([f"file is larger than {MAX_FILE_BYTES} bytes"])
+        try:
+            content = content.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise CodebookFileError([f"file is not UTF-8 ({error})"]) from error
+    content = content.replace("\x00", "")
+    try:
+        if filename.endswith((".yaml", ".yml")):
+            data = yaml.safe_load(content)
+        else:
+            data = json.loads(content, object_pairs_hook=_reject_duplicate_keys)
+    except (json.JSONDecodeError, yaml.YAMLError) as error:
+        raise CodebookFileError(
+            [f"not valid {'YAML' if filename.endswith(('.yaml', '.yml')) else 'JSON'}: {error}"]
+        ) from error
+    if not isinstance(data, dict):
+        raise CodebookFileError(["the file must hold one object with name and dimensions"])
+    return data
+
+
+def _check_types(
+    obj: Any, fields: dict[str, type | tuple[type, ...]], place: str, errors: list[str]
+) -> bool:
+    if not isinstance(obj, dict):
+        errors.append(f"{place}: expected an object, got {type(obj).__name__}")
+        return False
+    for name, expected in fields.items():
+        if name in obj and not isinstance(obj[name], expected):
+            wanted = (
+                expected.__name__
+                if isinstance(expected, type)
+                else " or ".join(t.__name__ for t in expected)
+            )
+            errors.append(f"{place}.{name}: expected {wanted}, got {type(obj[name]).__name__}")
+    # bool is an int in Python; a version of `true` is a wrong type all the same.
+    return True
+
+
+def _metadata(obj: dict[str, Any], known: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in obj.items() if key not in known}
+
+
+def codebook_parse(data: dict[str, Any]) -> CodebookSpec:
+    """Validate a decoded codebook file and return its normalised form.
+
+    Raises CodebookFileError listing every problem, each with its place in the file
+    (for example `dimensions[2].categories[0].children[1].key`).
+    """
+    errors: list[str] = []
+    _check_types(data, TOP_FIELDS, "codebook", errors)
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        errors.append("codebook.name: missing or empty")
+    version = data.get("version", "1.0")
+    if isinstance(version, bool):
+        errors.append("codebook.version: expected str, got bool")
+    dimensions_data = data.get("dimensions")
+    if not isinstance(dimensions_data, list) or not dimensions_data:
+        if "dimensions" not in data:
+            errors.append("codebook.dimensions: missing")
+        elif isinstance(dimensions_data, list):
+            errors.append("codebook.dimensions: at least one dimension is needed")
+        dimensions_data = []
+
+    spec = CodebookSpec(
+        name=str(name or "").strip(),
+        version=str(version).strip(),
+        description=data.get("description") if isinstance(data.get("description"), str) else "",
+        metadata=_metadata(data, TOP_FIELDS),
+    )
+    dimension_keys: dict[str, str] = {}
+    for index, dimension_data in enumerate(dimensions_data):
+        place = f"dimensions[{index}]"
+        if not _check_types(dimension_data, DIMENSION_FIELDS, place, errors):
+            continue
+        key = dimension_data.get("key")
+        if not isinstance(key, str) or not KEY_PATTERN.match(key):
+            errors.append(f"{place}.key: missing or not a key (lowercase letters, digits, _ and -)")
+            key = f"__invalid_{index}"
+        elif key in dimension_keys:
+            errors.append(
+                f"{place}.key: duplicate dimension key {key!r} (first at {dimension_keys[key]})"
+            )
+        else:
+            dimension_keys[key] = place
+        dim_name = dimension_data.get("name")
+        if not isinstance(dim_name, str) or not dim_name.strip():
+            errors.append(f"{place}.name: missing or empty")
+        description = dimension_data.get("description", "")
+        dimension = DimensionSpec(
+            key=key,
+            name=str(dim_name or "").strip(),
+            description=description if isinstance(description, str) else "",
+            multi_label=dimension_data.get("multi_label", False) is True,
+            # An "Optional." description marks the optional dimensions of the starter codebook.
+            required=dimension_data.get(
+                "required",
+                not (isinstance(description, str) and description.startswith("Optional")),
+            )
+            is True,
+            ordinal=dimension_data.get("ordinal", False) is True,
+            metadata=_metadata(dimension_data, DIMENSION_FIELDS),
+        )
+        categories_data = dimension_data.get("categories", [])
+        if isinstance(categories_data, list):
+            dimension.categories = _parse_categories(categories_data, place, errors)
+        spec.dimensions.append(dimension)
+    if errors:
+        raise CodebookFileError(errors)
+    return spec
+
+
+def _parse_categories(
+    categories_data: list[Any], dimension_place: str, errors: list[str]
+) -> list[CategorySpec]:
+    """Flatten the category tree (nested `children`, or flat entries naming a `parent`)."""
+    categories: list[CategorySpec] = []
+    places: dict[str, str] = {}
+
+    def visit(items: list[Any], place_prefix: str, parent_key: str | None) -> None:
+        for index, item in enumerate(items):
+            place = f"{place_prefix}[{index}]"
+            if not _check_types(item, CATEGORY_FIELDS, place, errors):
+                continue
+            key = item.get("key")
+            if not isinstance(key, str) or not KEY_PATTERN.match(key):
+                errors.append(
+                    f"{place}.key: missing or not a key (lowercase letters, digits, _ and -)"
+                )
+                continue
+            if key in places:
+                errors.append(
+                    f"{place}.key: duplicate category key {key!r} (first at {places[key]})"
+                )
+                continue
+            places[key] = place
+            name = item.get("name")
+            if not isinstance(name, str) or not name.strip():
+                errors.append(f"{place}.name: missing or empty")
+            examples = item.get("examples", [])
+            if isinstance(examples, list) and not all(isinstance(e, str) for e in examples):
+                errors.append(f"{place}.examples: expected a list of strings")
+                examples = []
+            declared_parent = item.get("parent")
+            if (
+                declared_parent is not None
+                and parent_key is not None
+                and declared_parent != parent_key
+            ):
+                errors.append(
+                    f"{place}.parent: {declared_parent!r} contradicts its nesting "
+                    f"under {parent_key!r}"
+                )
+            categories.append(
+                CategorySpec(
+                    key=key,
+                    name=str(name or "").strip(),
+                    parent_key=parent_key if parent_key is not None else declared_parent,
+                    definition=item.get("definition") or "",
+                    include=item.get("include") or "",
+                    exclude=item.get("exclude") or "",
+                    examples=list(examples) if isinstance(examples, list) else [],
+                    deprecated=item.get("deprecated", False) is True,
+                    metadata=_metadata(item, CATEGORY_FIELDS),
+                )
+            )
+            children = item.get("children", [])
+            if isinstance(children, list):
+                visit(children, f"{place}.children", key)
+
+    visit(categories_data, f"{dimension_place}.categories", None)
+
+    by_key = {category.key: category for category in categories}
+    for category in categories:
+        if category.parent_key is not None and category.parent_key not in by_key:
+            errors.append(
+                f"{places[category.key]}.parent: unknown category {category.parent_key!r}"
+            )
+    # A flat file can name parents in a loop; walk up from each category to find one.
+    for category in categories:
+        seen = {category.key}
+        current = category
+        while current.parent_key is not None and current.parent_key in by_key:
+            if current.parent_key in seen:
+                errors.append(
+                    f"{places[category.key]}.parent: category cycle through {current.parent_key!r}"
+                )
+                break
+            seen.add(current.parent_key)
+            current = by_key[current.parent_key]
+    return _parents_first(categories)
+
+
+def _parents_first(categories: list[CategorySpec]) -> list[CategorySpec]:
+    """Order categories so that each parent comes before its children, keeping file order."""
+    children: dict[str | None, list[CategorySpec]] = {}
+    for category in categories:
+        children.setdefault(category.parent_key, []).append(category)
+    ordered: list[CategorySpec] = []
+    stack = list(reversed(children.get(None, [])))
+    while stack:
+        category = stack.pop()
+        ordered.append(category)
+        stack.extend(reversed(children.get(category.key, [])))
+    return ordered
+
+
+def codebook_spec_to_dict(spec: CodebookSpec) -> dict[str, Any]:
+    """The file form of a codebook (categories nested under their parents)."""
+    return {
+        "name": spec.name,
+        "version": spec.version,
+        "description": spec.description,
+        **spec.metadata,
+        "dimensions": [
+            {
+                "key": dimension.key,
+                "name": dimension.name,
+                "description": dimension.description,
+                "multi_label": dimension.multi_label,
+                "required": dimension.required,
+                "ordinal": dimension.ordinal,
+                **dimension.metadata,
+                "categories": _nest(dimension.categories),
+            }
+            for dimension in spec.dimensions
+        ],
+    }
+
+
+def _nest(categories: list[CategorySpec]) -> list[dict[str, Any]]:
+    nodes: dict[str, dict[str, Any]] = {}
+    roots: list[dict[str, Any]] = []
+    for category in categories:
+        node = {
+            "key": category.key,
+            "name": category.name,
+            "definition": category.definition,
+            "include": category.include,
+            "exclude": category.exclude,
+            "examples": category.examples,
+            **({"deprecated": True} if category.deprecated else {}),
+            **category.metadata,
+            "children": [],
+        }
+        nodes[category.key] = node
+        if category.parent_key is None:
+            roots.append(node)
+        else:
+            nodes[category.parent_key]["children"].append(node)
+    return roots

@@ -1,0 +1,128 @@
+from django.db import models
+
+from common.models import TimestampedModel
+
+
+class Codebook(TimestampedModel):
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CodebookVersion(TimestampedModel):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        PUBLISHED = "published", "Published"
+
+    codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="versions")
+    label = models.CharField(max_length=50)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+    content_hash = models.CharField(max_length=64)
+    published_at = models.DateTimeField(null=True, blank=True)
+    notes = models.TextField(blank=True)
+    description = models.TextField(blank=True)
+    # Keys of the codebook file that the format does not name (item_metadata, ...), kept as given.
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["codebook__name", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["codebook", "label"], name="unique_codebook_version"),
+            models.CheckConstraint(
+                condition=models.Q(status="draft") | models.Q(published_at__isnull=False),
+                name="published_version_has_date",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.codebook.name} {self.label}"
+
+    @property
+    def is_published(self) -> bool:
+        return self.status == self.Status.PUBLISHED
+
+
+class Dimension(models.Model):
+    version = models.ForeignKey(
+        CodebookVersion, on_delete=models.CASCADE, related_name="dimensions"
+    )
+    key = models.SlugField(max_length=100)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    multi_label = models.BooleanField(default=False)
+    required = models.BooleanField(default=True)
+    ordinal = models.BooleanField(default=False)
+    position = models.PositiveIntegerField(default=0)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["version", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "key"], name="unique_dimension_key"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Category(models.Model):
+    dimension = models.ForeignKey(Dimension, on_delete=models.CASCADE, related_name="categories")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    key = models.SlugField(max_length=100)
+    name = models.CharField(max_length=200)
+    definition = models.TextField(blank=True)
+    include = models.TextField(blank=True)
+    exclude = models.TextField(blank=True)
+    examples = models.JSONField(default=list, blank=True)
+    position = models.PositiveIntegerField(default=0)
+    deprecated = models.BooleanField(default=False)
+    # Provenance of the category (source, status) and any other key of the file.
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["dimension", "position"]
+        verbose_name_plural = "categories"
+        constraints = [
+            models.UniqueConstraint(fields=["dimension", "key"], name="unique_category_key"),
+            models.CheckConstraint(
+                condition=~models.Q(parent=models.F("id")), name="category_not_own_parent"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CategoryMapping(models.Model):
+    """How a category of one version becomes categories of a later version."""
+
+    class Kind(models.TextChoices):
+        RENAME = "rename", "Rename"
+        MERGE = "merge", "Merge"
+        SPLIT = "split", "Split"
+        REMOVE = "remove", "Remove"
+
+    from_category = models.ForeignKey(
+        Category, on_delete=models.CASCADE, related_name="mappings_out"
+    )
+    to_category = models.ForeignKey(
+        Category, null=True, blank=True, on_delete=models.CASCADE, related_name="mappings_in"
+    )
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["from_category", "to_category"], name="unique_category_mapping"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.from_category_id} -> {self.to_category_id}"

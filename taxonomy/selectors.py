@@ -1,0 +1,75 @@
+from django.db.models import Prefetch, QuerySet
+
+from common.exceptions import ApplicationError
+from taxonomy.codebook_file import CategorySpec, CodebookSpec, DimensionSpec
+from taxonomy.models import Category, Codebook, CodebookVersion, Dimension
+
+
+def codebook_list() -> QuerySet[Codebook]:
+    return Codebook.objects.prefetch_related("versions").order_by("name")
+
+
+def codebook_version_get(*, name: str, label: str | None = None) -> CodebookVersion:
+    """A version by label, or else the newest published version (the newest draft if none is)."""
+    versions = CodebookVersion.objects.select_related("codebook").filter(codebook__name=name)
+    if label is not None:
+        version = versions.filter(label=label).first()
+    else:
+        version = (
+            versions.filter(status=CodebookVersion.Status.PUBLISHED)
+            .order_by("-published_at")
+            .first()
+            or versions.order_by("-created_at").first()
+        )
+    if version is None:
+        wanted = f"version {label} of " if label else ""
+        raise ApplicationError(f"No {wanted}codebook named {name!r}.")
+    return version
+
+
+def dimensions_with_categories(*, version_id: int) -> list[Dimension]:
+    """The dimensions of a version in order, each with its categories prefetched (two queries)."""
+    return list(
+        Dimension.objects.filter(version_id=version_id)
+        .order_by("position")
+        .prefetch_related(Prefetch("categories", queryset=Category.objects.order_by("position")))
+    )
+
+
+def codebook_version_to_spec(*, version: CodebookVersion) -> CodebookSpec:
+    dimension_specs = []
+    for dimension in dimensions_with_categories(version_id=version.id):
+        categories = list(dimension.categories.all())
+        key_by_id = {category.id: category.key for category in categories}
+        dimension_specs.append(
+            DimensionSpec(
+                key=dimension.key,
+                name=dimension.name,
+                description=dimension.description,
+                multi_label=dimension.multi_label,
+                required=dimension.required,
+                ordinal=dimension.ordinal,
+                metadata=dimension.metadata,
+                categories=[
+                    CategorySpec(
+                        key=category.key,
+                        name=category.name,
+                        parent_key=key_by_id.get(category.parent_id),
+                        definition=category.definition,
+                        include=category.include,
+                        exclude=category.exclude,
+                        examples=category.examples,
+                        deprecated=category.deprecated,
+                        metadata=category.metadata,
+                    )
+                    for category in categories
+                ],
+            )
+        )
+    return CodebookSpec(
+        name=version.codebook.name,
+        version=version.label,
+        description=version.description,
+        metadata=version.metadata,
+        dimensions=dimension_specs,
+    )
