@@ -15,3 +15,7 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[:
 
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
+
+# Static files straight from the apps; `collectstatic` is a production step.
+STATIC_ROOT = None
+WHITENOISE_USE_FINDERS = True

@@ -14,3 +14,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []}  # noqa: F405
+
+# Static files straight from the apps; `collectstatic` is a production step.
+STATIC_ROOT = None
+WHITENOISE_USE_FINDERS = True

@@ -157,7 +157,7 @@ def item_next_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignme
             status__in=[Assignment.Status.DRAFT, Assignment.Status.TODO],
             item__status=StudyItem.Status.OPEN,
         )
-        .order_by("-status", "item_id")  # "todo" sorts after "draft" descending
+        .order_by("status", "item_id")  # "draft" sorts before "todo"
         .first()
     )
     if own is not None:

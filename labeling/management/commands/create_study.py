@@ -2,9 +2,10 @@ import re
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from common.exceptions import ApplicationError
+from common.management import CommandWithVersionOption
 from labeling.models import Issue
 from labeling.services.studies import study_create
 from taxonomy.selectors import codebook_version_get
@@ -12,7 +13,7 @@ from taxonomy.selectors import codebook_version_get
 ISSUE_REF = re.compile(r"^([\w.\-]+)/([\w.\-]+)#(\d+)$")
 
 
-class Command(BaseCommand):
+class Command(CommandWithVersionOption):
     help = "Create a study on a codebook version, with annotators and issues."
 
     def add_arguments(self, parser) -> None:

@@ -1,14 +1,15 @@
 import json
 
 import yaml
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from common.exceptions import ApplicationError
+from common.management import CommandWithVersionOption
 from taxonomy.codebook_file import codebook_spec_to_dict
 from taxonomy.selectors import codebook_version_get, codebook_version_to_spec
 
 
-class Command(BaseCommand):
+class Command(CommandWithVersionOption):
     help = "Print a codebook version in the codebook file format."
 
     def add_arguments(self, parser) -> None:

@@ -1,0 +1,43 @@
+# The two commands of the README:
+#   make run   set up the embedded default (SQLite, sample issues, starter codebook) and serve it
+#   make test  set up and run the whole test suite
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test setup setup-dev lint bench clean
+
+$(VENV)/.runtime: requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+setup: $(VENV)/.runtime
+
+setup-dev: $(VENV)/.dev
+
+run: setup
+	$(PY) manage.py demo
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+test: setup-dev
+	$(PY) -m pytest
+
+lint: setup-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) manage.py check
+	$(PY) manage.py makemigrations --check --dry-run
+
+bench: setup-dev
+	for script in bench/*.py; do $(PY) $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) db.sqlite3 db.sqlite3-* staticfiles

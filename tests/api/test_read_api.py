@@ -1,0 +1,58 @@
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+
+@pytest.fixture
+def api(people):
+    def as_user(name: str) -> APIClient:
+        client = APIClient()
+        token, _ = Token.objects.get_or_create(user=people[name])
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        return client
+
+    return as_user
+
+
+def test_members_see_their_studies_outsiders_do_not(api, study):
+    assert [s["slug"] for s in api("annotator1").get("/api/studies/").json()["results"]] == ["demo"]
+    assert api("outsider").get("/api/studies/").json()["results"] == []
+    response = api("outsider").get("/api/studies/demo/")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+
+
+def test_issues_follow_membership(api, study):
+    assert api("manager").get("/api/issues/").json()["count"] == 45
+    assert api("outsider").get("/api/issues/").json()["count"] == 0
+    assert api("annotator1").get("/api/issues/").json()["count"] == 45  # k = n = 2
+
+
+def test_issue_detail_has_thread_and_sanitised_html(api, study, sample_issues):
+    issue = next(i for i in sample_issues if i.comments_count)
+    detail = api("manager").get(f"/api/issues/{issue.id}/").json()
+    assert detail["repository"] == issue.repository.full_name
+    assert len(detail["comments"]) == issue.comments.count()
+    assert "<script" not in detail["body_html"]
+
+
+def test_codebooks_are_readable_with_their_tree(api, study, codebook_version):
+    codebooks = api("annotator1").get("/api/codebooks/").json()["results"]
+    assert codebooks[0]["name"] == "llm-training-issues-starter"
+    version = api("annotator1").get(f"/api/codebook-versions/{codebook_version.id}/").json()
+    assert len(version["dimensions"]) == 9
+    assert sum(len(d["categories"]) for d in version["dimensions"]) == 102
+
+
+def test_schema_and_docs_are_served(api, study):
+    client = api("annotator1")
+    assert client.get("/api/schema/").status_code == 200
+    docs = client.get("/api/docs/")
+    assert docs.status_code == 200
+    assert b"cdn" not in docs.content.lower()
+
+
+def test_token_or_session_is_needed(study):
+    response = APIClient().get("/api/studies/")
+    assert response.status_code in (401, 403)
+    assert response.json()["error"]["code"] == "not_authenticated"

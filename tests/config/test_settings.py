@@ -1,0 +1,53 @@
+import os
+import subprocess
+import sys
+
+from django.conf import settings
+
+
+def production_check(**env: str) -> subprocess.CompletedProcess:
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("SECRET_KEY", "ALLOWED_HOSTS", "REDIS_URL", "DJANGO_SETTINGS_MODULE")
+    }
+    environment.update(DJANGO_SETTINGS_MODULE="config.settings.production", **env)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy"],
+        cwd=settings.BASE_DIR,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_production_refuses_to_start_without_a_secret_key():
+    result = production_check(ALLOWED_HOSTS="example.org", REDIS_URL="redis://127.0.0.1:6379/0")
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_production_refuses_to_start_without_allowed_hosts():
+    result = production_check(SECRET_KEY="x" * 50, REDIS_URL="redis://127.0.0.1:6379/0")
+    assert result.returncode != 0
+    assert "ALLOWED_HOSTS must be set" in result.stderr
+
+
+def test_production_starts_with_its_settings():
+    result = production_check(
+        SECRET_KEY="a-real-secret-" + "q" * 40,
+        ALLOWED_HOSTS="example.org",
+        REDIS_URL="redis://127.0.0.1:6379/0",
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_debug_is_off_by_default():
+    from config.settings import base
+
+    assert base.env.bool("DEBUG_NOT_SET_ANYWHERE", default=False) is False
+    assert (
+        'DEBUG = env.bool("DEBUG", default=False)'
+        in (settings.BASE_DIR / "config" / "settings" / "base.py").read_text()
+    )

@@ -1,0 +1,82 @@
+"""Shared fixtures. Data is built through the same services production uses."""
+
+import os
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+
+from labeling.issue_import import issue_file_lines
+from labeling.models import Issue
+from labeling.services.corpus import issues_import
+from labeling.services.studies import study_create
+from taxonomy.codebook_file import codebook_file_read
+from taxonomy.services import codebook_load
+
+CODEBOOK_FILE = Path(settings.BASE_DIR) / "taxonomy" / "data" / "llm-training-issues.json"
+SAMPLE_ISSUES_FILE = Path(settings.BASE_DIR) / "labeling" / "data" / "sample-issues.jsonl"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def require_service(available: bool, what: str, how: str) -> None:
+    """Skip a test whose service is missing, except in CI, where a missing service is a failure."""
+    if available:
+        return
+    message = f"{what} is not available: {how}"
+    if IN_CI:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def require_postgres() -> None:
+    from django.db import connection
+
+    require_service(
+        connection.vendor == "postgresql",
+        "PostgreSQL",
+        "set DATABASE_URL=postgres://postgres@127.0.0.1:5432/issuecoder to run this test",
+    )
+
+
+@pytest.fixture
+def codebook_version(db):
+    version, _ = codebook_load(data=codebook_file_read(CODEBOOK_FILE.read_bytes()), publish=True)
+    return version
+
+
+@pytest.fixture
+def sample_issues(db):
+    with SAMPLE_ISSUES_FILE.open("rb") as stream:
+        issues_import(objects=issue_file_lines(stream))
+    return list(Issue.objects.select_related("repository").order_by("repository", "number"))
+
+
+@pytest.fixture
+def make_user(db):
+    def make(username: str, password: str = "a-long-test-password", **extra):
+        return get_user_model().objects.create_user(username=username, password=password, **extra)
+
+    return make
+
+
+@pytest.fixture
+def people(make_user):
+    return {
+        name: make_user(name)
+        for name in ("manager", "annotator1", "annotator2", "adjudicator", "outsider")
+    }
+
+
+@pytest.fixture
+def study(codebook_version, sample_issues, people):
+    return study_create(
+        slug="demo",
+        name="Demo",
+        codebook_version=codebook_version,
+        k=2,
+        annotators=[people["annotator1"], people["annotator2"]],
+        managers=[people["manager"]],
+        adjudicators=[people["adjudicator"]],
+        issues=sample_issues,
+    )

@@ -1,0 +1,132 @@
+import pytest
+
+from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
+from labeling.models import Annotation, AnnotationRevision, Assignment
+from labeling.services.annotations import DimensionAnswer, assignment_save
+from labeling.services.studies import item_next_for_annotator, study_create
+
+
+def first_assignment(study, user) -> Assignment:
+    return item_next_for_annotator(study=study, user=user)
+
+
+def test_labels_from_another_dimension_are_rejected(study, people):
+    assignment = first_assignment(study, people["annotator1"])
+    with pytest.raises(ApplicationError, match="not a category of Symptom"):
+        assignment_save(
+            assignment=assignment,
+            user=people["annotator1"],
+            answers={"symptom": DimensionAnswer(category_keys=["api_misuse"])},
+            submit=False,
+        )
+    assert not Annotation.objects.exists()
+
+
+def test_single_label_dimension_takes_one_category(study, people):
+    assignment = first_assignment(study, people["annotator1"])
+    with pytest.raises(ApplicationError, match="takes one category"):
+        assignment_save(
+            assignment=assignment,
+            user=people["annotator1"],
+            answers={"symptom": DimensionAnswer(category_keys=["crash", "hang"])},
+            submit=False,
+        )
+
+
+def test_unknown_dimension_is_rejected(study, people):
+    assignment = first_assignment(study, people["annotator1"])
+    with pytest.raises(ApplicationError, match="Unknown dimension"):
+        assignment_save(
+            assignment=assignment,
+            user=people["annotator1"],
+            answers={"mood": DimensionAnswer()},
+            submit=False,
+        )
+
+
+def test_only_the_assigned_annotator_may_save(study, people):
+    assignment = first_assignment(study, people["annotator1"])
+    with pytest.raises(PermissionDeniedError):
+        assignment_save(
+            assignment=assignment,
+            user=people["annotator2"],
+            answers={"symptom": DimensionAnswer(category_keys=["crash"])},
+            submit=False,
+        )
+
+
+def test_every_change_is_a_revision_and_unchanged_saves_add_none(study, people):
+    user = people["annotator1"]
+    assignment = first_assignment(study, user)
+    for keys in (["crash"], ["crash"], ["hang"]):
+        assignment = assignment_save(
+            assignment=assignment,
+            user=user,
+            answers={"symptom": DimensionAnswer(category_keys=keys)},
+            submit=False,
+            expected_version=assignment.version,
+        )
+    revisions = AnnotationRevision.objects.order_by("id").values_list("category_keys", flat=True)
+    assert list(revisions) == [["crash"], ["hang"]]
+
+
+def test_stale_version_is_a_conflict(study, people):
+    user = people["annotator1"]
+    assignment = first_assignment(study, user)
+    assignment_save(assignment=assignment, user=user, answers={}, submit=False, expected_version=0)
+    with pytest.raises(ConflictError):
+        assignment_save(
+            assignment=assignment, user=user, answers={}, submit=False, expected_version=0
+        )
+
+
+def test_pull_requests_never_become_items(codebook_version, sample_issues, people):
+    pull_request = sample_issues[0]
+    pull_request.is_pull_request = True
+    pull_request.save(update_fields=["is_pull_request"])
+    study = study_create(
+        slug="s",
+        name="s",
+        codebook_version=codebook_version,
+        k=1,
+        annotators=[people["annotator1"]],
+        issues=sample_issues,
+    )
+    assert study.items.count() == len(sample_issues) - 1
+    assert not study.items.filter(issue=pull_request).exists()
+
+
+def test_items_are_claimed_least_annotated_first_never_twice(
+    codebook_version, sample_issues, people, make_user
+):
+    from labeling.services.studies import study_member_add
+
+    study = study_create(
+        slug="open", name="open", codebook_version=codebook_version, k=2, issues=sample_issues[:3]
+    )
+    for name in ("annotator1", "annotator2"):
+        study_member_add(study=study, user=people[name], role="annotator")
+    first = item_next_for_annotator(study=study, user=people["annotator1"])
+    assert first.selection_reason.startswith("least-annotated (0 of 2")
+    # Least-annotated first: annotator2 gets a fresh item, not the one annotator1 holds.
+    second = item_next_for_annotator(study=study, user=people["annotator2"])
+    assert second.item_id != first.item_id
+    # An annotator with an unfinished item gets that one back.
+    assert item_next_for_annotator(study=study, user=people["annotator1"]).pk == first.pk
+    # Nobody gets the same item twice, and nobody gets more items than exist.
+    seen = set()
+    for _ in range(5):
+        assignment = item_next_for_annotator(study=study, user=people["annotator1"])
+        if assignment is None:
+            break
+        assert assignment.item_id not in seen
+        seen.add(assignment.item_id)
+        assignment.status = "submitted"
+        assignment.save(update_fields=["status"])
+    assert len(seen) == 3
+
+
+def test_balanced_pre_assignment_gives_each_item_k_distinct_annotators(study):
+    for item in study.items.prefetch_related("assignments"):
+        annotators = [a.annotator_id for a in item.assignments.all()]
+        assert len(annotators) == len(set(annotators)) == 2

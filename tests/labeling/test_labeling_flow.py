@@ -1,0 +1,150 @@
+"""The thin labeling slice end to end through the test client."""
+
+import re
+
+import pytest
+
+from labeling.models import Annotation, AnnotationRevision, Assignment
+
+PASSWORD = "a-long-test-password"
+
+
+def label_form(client, url: str) -> dict:
+    page = client.get(url)
+    assert page.status_code == 200
+    html = page.content.decode()
+    version = re.search(r'name="version" value="(\d+)"', html).group(1)
+    return {"html": html, "version": version}
+
+
+@pytest.fixture
+def annotator_client(client, study, people):
+    client.login(username="annotator1", password=PASSWORD)
+    return client
+
+
+def test_annotator_logs_in_labels_an_issue_and_it_is_stored(client, study, people):
+    login = client.post(
+        "/accounts/login/", {"username": "annotator1", "password": PASSWORD}, follow=True
+    )
+    assert login.status_code == 200 and b"Demo" in login.content
+
+    next_response = client.get("/studies/demo/next/")
+    assert next_response.status_code == 302
+    item_url = next_response.url
+    form = label_form(client, item_url)
+    assert 'name="dim-root_cause" value="api_misuse"' in form["html"]
+    assert "API Misuse" in form["html"]
+
+    response = client.post(
+        item_url,
+        {
+            "version": form["version"],
+            "action": "submit",
+            "dim-screening": "include",
+            "dim-symptom": "crash",
+            "dim-root_cause": "api_misuse",
+            "dim-fix_pattern": "fix_api_usage",
+            "dim-training_stage": "installation_build",
+            "dim-debugging_practice": ["error_message_analysis"],
+            "unsure-root_cause": "on",
+            "rationale-root_cause": "wrong call into the optimizer",
+            "seconds_spent": "42",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert response.url == "/studies/demo/next/"
+
+    assignment = Assignment.objects.get(annotator=people["annotator1"], status="submitted")
+    assert assignment.seconds_spent == 42
+    root_cause = Annotation.objects.get(assignment=assignment, dimension__key="root_cause")
+    assert [c.key for c in root_cause.categories.all()] == ["api_misuse"]
+    assert root_cause.unsure and root_cause.rationale == "wrong call into the optimizer"
+    assert AnnotationRevision.objects.filter(annotation=root_cause).count() == 1
+    # The next item is a different one.
+    assert client.get("/studies/demo/next/").url != item_url
+
+
+def test_submit_without_required_dimensions_is_refused_and_nothing_is_submitted(
+    annotator_client, people
+):
+    item_url = annotator_client.get("/studies/demo/next/").url
+    form = label_form(annotator_client, item_url)
+    response = annotator_client.post(
+        item_url, {"version": form["version"], "action": "submit", "dim-symptom": "crash"}
+    )
+    assert response.status_code == 400
+    assert b"Choose a category for" in response.content
+    assert not Assignment.objects.filter(status="submitted").exists()
+
+
+def test_draft_is_kept_and_reloaded(annotator_client, people):
+    item_url = annotator_client.get("/studies/demo/next/").url
+    form = label_form(annotator_client, item_url)
+    response = annotator_client.post(
+        item_url, {"version": form["version"], "action": "draft", "dim-symptom": "crash"}
+    )
+    assert response.status_code == 302
+    html = label_form(annotator_client, item_url)["html"]
+    assert re.search(r'value="crash"\s+checked', html)
+    assert Assignment.objects.get(annotator=people["annotator1"], status="draft")
+    # The next item is the draft until it is finished.
+    assert annotator_client.get("/studies/demo/next/").url == item_url
+
+
+def test_stale_version_from_another_tab_is_refused(annotator_client, people):
+    item_url = annotator_client.get("/studies/demo/next/").url
+    form = label_form(annotator_client, item_url)
+    annotator_client.post(item_url, {"version": form["version"], "dim-symptom": "crash"})
+    stale = annotator_client.post(item_url, {"version": form["version"], "dim-symptom": "hang"})
+    assert stale.status_code == 409
+    annotation = Annotation.objects.get(dimension__key="symptom")
+    assert [c.key for c in annotation.categories.all()] == ["crash"]
+
+
+def test_skip_needs_a_reason(annotator_client, people):
+    item_url = annotator_client.get("/studies/demo/next/").url
+    form = label_form(annotator_client, item_url)
+    refused = annotator_client.post(item_url, {"version": form["version"], "action": "skip"})
+    assert refused.status_code == 400
+    done = annotator_client.post(item_url, {"action": "skip", "skip_reason": "not about training"})
+    assert done.status_code == 302
+    assignment = Assignment.objects.get(annotator=people["annotator1"], status="skipped")
+    assert assignment.skip_reason == "not about training"
+
+
+def test_annotator_cannot_open_an_item_that_is_not_theirs(client, study, people, make_user):
+    other = make_user("annotator3")
+    from labeling.services.studies import study_member_add
+
+    study_member_add(study=study, user=other, role="annotator")
+    client.login(username="annotator1", password=PASSWORD)
+    item_url = client.get("/studies/demo/next/").url
+    client.logout()
+    client.login(username="annotator3", password=PASSWORD)
+    assert client.get(item_url).status_code == 404
+    assert client.post(item_url, {"action": "submit"}).status_code == 404
+
+
+def test_outsider_cannot_see_the_study(client, study, people):
+    client.login(username="outsider", password=PASSWORD)
+    assert client.get("/studies/demo/").status_code == 404
+    assert client.get("/studies/demo/queue/").status_code == 404
+    assert b"Demo" not in client.get("/").content
+
+
+def test_queue_shows_progress_and_filters(annotator_client, people):
+    item_url = annotator_client.get("/studies/demo/next/").url
+    form = label_form(annotator_client, item_url)
+    annotator_client.post(item_url, {"version": form["version"], "dim-symptom": "crash"})
+    page = annotator_client.get("/studies/demo/queue/?status=drafts").content.decode()
+    assert "0 of 45 done · 1 drafts" in page
+    assert page.count("/studies/demo/items/") == 1
+
+
+def test_labeling_page_queries_do_not_grow_with_comments(
+    annotator_client, django_assert_max_num_queries
+):
+    item_url = annotator_client.get("/studies/demo/next/").url
+    with django_assert_max_num_queries(20):
+        annotator_client.get(item_url)
