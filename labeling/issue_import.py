@@ -113,10 +113,12 @@ def _repository(obj: dict[str, Any]) -> tuple[str, str]:
 
 
 def issue_record_from_object(obj: Any) -> IssueRecord:
-    """Validate one issue object of the import format and return its record."""
+    """Validate one issue object of the import format and return its record.
+
+    The object must be free of NUL characters already (`issue_file_lines` sees to that).
+    """
     if not isinstance(obj, dict):
         raise RecordError("expected a JSON object")
-    obj = strip_nul(obj)
     owner, name = _repository(obj)
     number = _int(obj.get("number"), "number")
     if number is None or number <= 0:
@@ -225,7 +227,7 @@ def issue_file_lines(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:
     if first == b"[":
         content = first + stream.read()
         try:
-            array = json.loads(content.decode("utf-8-sig"))
+            array = _decode(content.decode("utf-8-sig"))
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             yield 1, RecordError(f"not a valid JSON array: {error}")
             return
@@ -235,6 +237,14 @@ def issue_file_lines(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:
         yield from enumerate(array, start=1)
         return
     yield from _jsonl(_prepend(first, stream))
+
+
+def _decode(text: str | bytes) -> Any:
+    """JSON without NUL characters. Walking every string costs more than parsing, so only text
+    that holds an escaped NUL is walked."""
+    decoded = json.loads(text)
+    escaped_nul = b"\\u0000" if isinstance(text, bytes) else "\\u0000"
+    return strip_nul(decoded) if escaped_nul in text else decoded
 
 
 def _prepend(first: bytes, stream: IO[bytes]) -> Iterable[bytes]:
@@ -259,6 +269,6 @@ def _jsonl(lines: Iterable[bytes]) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield line_number, json.loads(line.replace(b"\x00", b""))
+            yield line_number, _decode(line.replace(b"\x00", b""))
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             yield line_number, RecordError(f"not valid JSON: {error}")

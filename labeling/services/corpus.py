@@ -5,7 +5,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from labeling.issue_import import (
@@ -119,99 +119,140 @@ def _store_batch(
     repositories: dict[tuple[str, str], int],
     report: IssueImportReport,
 ) -> None:
+    if connection.vendor == "postgresql":
+        # A lost batch after a crash is re-imported by running the import again (it is
+        # idempotent), so the import need not wait for each commit to reach the disk.
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
     repository_ids = _repository_ids(records, repositories)
+    stored = _stored_issues(records, repository_ids)
+    now = timezone.now()
+    rows: list[dict[str, Any]] = []
+    written: list[IssueRecord] = []
+    changed_ids: list[int] = []
+    for record in records:
+        key = (repository_ids[record.repository_key], record.number)
+        existing = stored.get(key)
+        if existing is not None and record.updated_at <= existing[1]:
+            report.unchanged += 1
+            continue
+        if existing is None:
+            report.created += 1
+        else:
+            changed_ids.append(existing[0])
+        report.pull_requests += record.is_pull_request
+        written.append(record)
+        rows.append(
+            {
+                "repository_id": key[0],
+                "number": record.number,
+                **{name: getattr(record, name) for name in ISSUE_FIELDS if name != "body_html"},
+                "body_html": "",  # rendered after the batch is stored
+                "facets": {},
+                "stored_at": now,
+            }
+        )
+    if not rows:
+        return
+    bulk_upsert(Issue, rows, unique_fields=["repository_id", "number"])
+    report.updated += len(changed_ids)
+    if changed_ids:
+        report.changed_issue_ids.extend(changed_ids)
+        issue_items_flag_changed(issue_ids=changed_ids)
+
+    issue_ids = {key: value[0] for key, value in _stored_issues(written, repository_ids).items()}
+    comment_rows = [
+        {
+            "issue_id": issue_ids[(repository_ids[record.repository_key], record.number)],
+            "github_id": comment.github_id,
+            "author": comment.author,
+            "body": comment.body,
+            "body_html": "",
+            "created_at": comment.created_at,
+            "updated_at": comment.updated_at,
+        }
+        for record in written
+        for comment in record.comments
+    ]
+    bulk_upsert(IssueComment, comment_rows, unique_fields=["github_id"])
+    fix_rows = [
+        {
+            "issue_id": issue_ids[(repository_ids[record.repository_key], record.number)],
+            "kind": fix.kind,
+            "ref": fix.ref,
+            "url": fix.url,
+            "merged_at": fix.merged_at,
+            "files_changed": fix.files_changed,
+            "additions": fix.additions,
+            "deletions": fix.deletions,
+            "evidence": fix.evidence,
+        }
+        for record in written
+        for fix in record.linked_fixes
+    ]
+    bulk_upsert(LinkedFix, fix_rows, unique_fields=["issue_id", "kind", "ref"])
+    report.comments += len(comment_rows)
+    report.linked_fixes += len(fix_rows)
+
+
+def _stored_issues(
+    records: list[IssueRecord], repository_ids: dict[tuple[str, str], int]
+) -> dict[tuple[int, int], tuple[int, Any]]:
+    """(repository id, number) -> (issue id, updated_at) of the records' issues already stored."""
     wanted = {(repository_ids[r.repository_key], r.number) for r in records}
     # A superset by two IN lists, narrowed here: portable and cheap for one batch.
-    stored = {
+    return {
         (repository_id, number): (issue_id, updated_at)
         for issue_id, repository_id, number, updated_at in Issue.objects.filter(
             repository_id__in={key[0] for key in wanted}, number__in={key[1] for key in wanted}
         ).values_list("id", "repository_id", "number", "updated_at")
         if (repository_id, number) in wanted
     }
-    to_create: list[Issue] = []
-    to_update: list[Issue] = []
-    written: list[tuple[Issue, IssueRecord]] = []
-    for record in records:
-        repository_id = repository_ids[record.repository_key]
-        report.pull_requests += record.is_pull_request
-        issue = Issue(
-            repository_id=repository_id,
-            number=record.number,
-            **{name: getattr(record, name) for name in ISSUE_FIELDS if name != "body_html"},
-        )
-        existing = stored.get((repository_id, record.number))
-        if existing is None:
-            to_create.append(issue)
-        elif record.updated_at > existing[1]:
-            issue.id = existing[0]
-            to_update.append(issue)
-        else:
-            report.unchanged += 1
-            continue
-        written.append((issue, record))
 
-    Issue.objects.bulk_create(to_create, batch_size=BATCH_SIZE)
-    if to_update:
-        Issue.objects.bulk_update(to_update, ISSUE_FIELDS, batch_size=BATCH_SIZE)
-        changed_ids = [issue.id for issue in to_update]
-        report.changed_issue_ids.extend(changed_ids)
-        issue_items_flag_changed(issue_ids=changed_ids)
-    report.created += len(to_create)
-    report.updated += len(to_update)
 
-    comments = [
-        IssueComment(
-            issue_id=issue.id,
-            github_id=comment.github_id,
-            author=comment.author,
-            body=comment.body,
-            created_at=comment.created_at,
-            updated_at=comment.updated_at,
+def bulk_upsert(
+    model: type[models.Model], rows: list[dict[str, Any]], *, unique_fields: list[str]
+) -> None:
+    """INSERT ... ON CONFLICT (unique_fields) DO UPDATE of every other column, for many rows.
+
+    QuerySet.bulk_create(update_conflicts=True) does the same but compiles every value of every
+    row through the ORM, which was two thirds of an import's time; here values are adapted once
+    with the backend's own adapters and sent with executemany. All rows must have the same keys,
+    and no signal or auto_now runs.
+    """
+    if not rows:
+        return
+    fields = [model._meta.get_field(name) for name in rows[0]]
+    quote = connection.ops.quote_name
+    columns = [field.column for field in fields]
+    conflict = {model._meta.get_field(name).column for name in unique_fields}
+    # Only model metadata, quoted by the backend, is formatted into the statement; values are
+    # parameters.
+    sql = (
+        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(map(quote, columns))}) "  # noqa: S608
+        f"VALUES ({', '.join(['%s'] * len(columns))}) "
+        f"ON CONFLICT ({', '.join(quote(column) for column in conflict)}) DO UPDATE SET "
+        + ", ".join(
+            f"{quote(column)} = EXCLUDED.{quote(column)}"
+            for column in columns
+            if column not in conflict
         )
-        for issue, record in written
-        for comment in record.comments
+    )
+    adapters = [_adapter(field) for field in fields]
+    names = list(rows[0])
+    params = [
+        tuple(adapt(row[name]) for adapt, name in zip(adapters, names, strict=True)) for row in rows
     ]
-    if comments:
-        IssueComment.objects.bulk_create(
-            comments,
-            batch_size=BATCH_SIZE,
-            update_conflicts=True,
-            unique_fields=["github_id"],
-            update_fields=["issue", "author", "body", "body_html", "created_at", "updated_at"],
-        )
-    fixes = [
-        LinkedFix(
-            issue_id=issue.id,
-            kind=fix.kind,
-            ref=fix.ref,
-            url=fix.url,
-            merged_at=fix.merged_at,
-            files_changed=fix.files_changed,
-            additions=fix.additions,
-            deletions=fix.deletions,
-            evidence=fix.evidence,
-        )
-        for issue, record in written
-        for fix in record.linked_fixes
-    ]
-    if fixes:
-        LinkedFix.objects.bulk_create(
-            fixes,
-            batch_size=BATCH_SIZE,
-            update_conflicts=True,
-            unique_fields=["issue", "kind", "ref"],
-            update_fields=[
-                "url",
-                "merged_at",
-                "files_changed",
-                "additions",
-                "deletions",
-                "evidence",
-            ],
-        )
-    report.comments += len(comments)
-    report.linked_fixes += len(fixes)
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+def _adapter(field: models.Field):
+    if isinstance(field, models.JSONField):
+        return lambda value: connection.ops.adapt_json_value(value, field.encoder)
+    if isinstance(field, models.DateTimeField):
+        return connection.ops.adapt_datetimefield_value
+    return lambda value: value
 
 
 def issue_items_flag_changed(*, issue_ids: list[int]) -> int:
