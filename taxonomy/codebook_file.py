@@ -28,6 +28,7 @@ DIMENSION_FIELDS: dict[str, type | tuple[type, ...]] = {
     "multi_label": bool,
     "required": bool,
     "ordinal": bool,
+    "applies_when": dict,
     "categories": list,
 }
 CATEGORY_FIELDS: dict[str, type | tuple[type, ...]] = {
@@ -72,6 +73,9 @@ class DimensionSpec:
     multi_label: bool = False
     required: bool = True
     ordinal: bool = False
+    # Answered only when an earlier dimension has one of these categories, e.g.
+    # {"screening": ["include"]}; otherwise neither required nor counted.
+    applies_when: dict[str, list[str]] = field(default_factory=dict)
     categories: list[CategorySpec] = field(default_factory=list)  # parents before children
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -209,10 +213,37 @@ def codebook_parse(data: dict[str, Any]) -> CodebookSpec:
         categories_data = dimension_data.get("categories", [])
         if isinstance(categories_data, list):
             dimension.categories = _parse_categories(categories_data, place, errors)
+        applies_when = dimension_data.get("applies_when", {})
+        if isinstance(applies_when, dict):
+            dimension.applies_when = _parse_condition(applies_when, spec.dimensions, place, errors)
         spec.dimensions.append(dimension)
     if errors:
         raise CodebookFileError(errors)
     return spec
+
+
+def _parse_condition(
+    condition: dict[str, Any], earlier: list[DimensionSpec], place: str, errors: list[str]
+) -> dict[str, list[str]]:
+    by_key = {dimension.key: dimension for dimension in earlier}
+    parsed: dict[str, list[str]] = {}
+    for dimension_key, category_keys in condition.items():
+        where = f"{place}.applies_when.{dimension_key}"
+        if dimension_key not in by_key:
+            errors.append(f"{where}: not a dimension defined before this one")
+            continue
+        if not isinstance(category_keys, list) or not all(
+            isinstance(key, str) for key in category_keys
+        ):
+            errors.append(f"{where}: expected a list of category keys")
+            continue
+        known = {category.key for category in by_key[dimension_key].categories}
+        unknown = [key for key in category_keys if key not in known]
+        if unknown:
+            errors.append(f"{where}: unknown categories {', '.join(unknown)}")
+            continue
+        parsed[dimension_key] = list(category_keys)
+    return parsed
 
 
 def _parse_categories(
@@ -325,6 +356,7 @@ def codebook_spec_to_dict(spec: CodebookSpec) -> dict[str, Any]:
                 "multi_label": dimension.multi_label,
                 "required": dimension.required,
                 "ordinal": dimension.ordinal,
+                **({"applies_when": dimension.applies_when} if dimension.applies_when else {}),
                 **dimension.metadata,
                 "categories": _nest(dimension.categories),
             }

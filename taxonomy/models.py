@@ -57,6 +57,8 @@ class Dimension(models.Model):
     multi_label = models.BooleanField(default=False)
     required = models.BooleanField(default=True)
     ordinal = models.BooleanField(default=False)
+    # {"screening": ["include"]}: answered only when an earlier dimension has one of these.
+    applies_when = models.JSONField(default=dict, blank=True)
     position = models.PositiveIntegerField(default=0)
     metadata = models.JSONField(default=dict, blank=True)
 

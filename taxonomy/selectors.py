@@ -49,6 +49,7 @@ def codebook_version_to_spec(*, version: CodebookVersion) -> CodebookSpec:
                 multi_label=dimension.multi_label,
                 required=dimension.required,
                 ordinal=dimension.ordinal,
+                applies_when=dimension.applies_when,
                 metadata=dimension.metadata,
                 categories=[
                     CategorySpec(

@@ -61,6 +61,7 @@ def _version_create(*, codebook: Codebook, spec: CodebookSpec) -> CodebookVersio
             multi_label=dimension_spec.multi_label,
             required=dimension_spec.required,
             ordinal=dimension_spec.ordinal,
+            applies_when=dimension_spec.applies_when,
             position=dimension_position,
             metadata=dimension_spec.metadata,
         )

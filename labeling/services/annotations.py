@@ -68,14 +68,14 @@ def assignment_save(
             f"Unknown dimension {', '.join(unknown)} for this study's codebook.",
             extra={"dimensions": unknown},
         )
-    categories = _categories_by_dimension(answers, dimensions)
     existing = {
         a.dimension_id: a
         for a in Annotation.objects.filter(assignment=assignment).prefetch_related("categories")
     }
-
+    categories = _categories_by_dimension(answers, dimensions)
     if submit:
-        _check_complete(dimensions, answers, existing, categories)
+        answers = _answers_for_submit(dimensions, answers, existing)
+        categories = _categories_by_dimension(answers, dimensions)
 
     status = (
         Assignment.Status.SUBMITTED
@@ -169,27 +169,53 @@ def _categories_by_dimension(
     return chosen
 
 
-def _check_complete(
+def _chosen_keys(
     dimensions: Mapping[str, Dimension],
     answers: Mapping[str, DimensionAnswer],
     existing: Mapping[int, Annotation],
-    categories: Mapping[str, list[Category]],
-) -> None:
-    missing = []
+) -> dict[str, set[str]]:
+    """The categories each dimension will have after this save."""
+    chosen: dict[str, set[str]] = {}
     for key, dimension in dimensions.items():
-        if not dimension.required or dimension.multi_label:
-            continue  # an empty multi-label answer means "none applies"
         if key in answers:
-            chosen = categories[key]
+            chosen[key] = set(answers[key].category_keys)
         else:
             annotation = existing.get(dimension.id)
-            chosen = list(annotation.categories.all()) if annotation else []
-        if not chosen:
-            missing.append(dimension.name)
+            chosen[key] = {c.key for c in annotation.categories.all()} if annotation else set()
+    return chosen
+
+
+def dimension_applies(dimension: Dimension, chosen: Mapping[str, set[str]]) -> bool:
+    """Whether a dimension is to be answered, given the categories chosen on the others."""
+    return all(
+        chosen.get(other_key, set()) & set(category_keys)
+        for other_key, category_keys in dimension.applies_when.items()
+    )
+
+
+def _answers_for_submit(
+    dimensions: Mapping[str, Dimension],
+    answers: Mapping[str, DimensionAnswer],
+    existing: Mapping[int, Annotation],
+) -> dict[str, DimensionAnswer]:
+    """Check that every applicable required single-label dimension has its category, and clear
+    the dimensions that do not apply (an item screened out has no root cause). What they held
+    stays in the revision history."""
+    chosen = _chosen_keys(dimensions, answers, existing)
+    answers = dict(answers)
+    missing = []
+    for key, dimension in dimensions.items():
+        if not dimension_applies(dimension, chosen):
+            if chosen[key] or key in answers or dimension.id in existing:
+                answers[key] = DimensionAnswer()
+            continue
+        if dimension.required and not dimension.multi_label and not chosen[key]:
+            missing.append(dimension.name)  # an empty multi-label answer means "none applies"
     if missing:
         raise ApplicationError(
             f"Choose a category for: {', '.join(missing)}.", extra={"missing": missing}
         )
+    return answers
 
 
 @transaction.atomic

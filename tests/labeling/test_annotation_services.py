@@ -130,3 +130,39 @@ def test_balanced_pre_assignment_gives_each_item_k_distinct_annotators(study):
     for item in study.items.prefetch_related("assignments"):
         annotators = [a.annotator_id for a in item.assignments.all()]
         assert len(annotators) == len(set(annotators)) == 2
+
+
+def test_a_screened_out_item_needs_no_other_dimension(study, people):
+    user = people["annotator1"]
+    assignment = first_assignment(study, user)
+    assignment = assignment_save(
+        assignment=assignment,
+        user=user,
+        answers={"root_cause": DimensionAnswer(category_keys=["api_misuse"])},
+        submit=False,
+    )
+    assignment = assignment_save(
+        assignment=assignment,
+        user=user,
+        answers={"screening": DimensionAnswer(category_keys=["not_a_bug"])},
+        submit=True,
+    )
+    assert assignment.status == "submitted"
+    root_cause = Annotation.objects.get(assignment=assignment, dimension__key="root_cause")
+    assert not root_cause.categories.exists()
+    # What it held before is kept in its history.
+    assert list(root_cause.revisions.values_list("category_keys", flat=True)) == [
+        ["api_misuse"],
+        [],
+    ]
+
+
+def test_an_included_item_needs_its_required_dimensions(study, people):
+    user = people["annotator1"]
+    with pytest.raises(ApplicationError, match="Symptom, Root cause, Fix pattern, Stage"):
+        assignment_save(
+            assignment=first_assignment(study, user),
+            user=user,
+            answers={"screening": DimensionAnswer(category_keys=["include"])},
+            submit=True,
+        )

@@ -192,3 +192,20 @@ def test_draft_version_is_replaced_by_new_content(db):
     assert written
     assert Dimension.objects.get(version=version).name == "Cause"
     assert CodebookVersion.objects.count() == 1
+
+
+def test_applies_when_must_name_an_earlier_dimension_and_its_categories(db):
+    data = small()
+    data["dimensions"].append(
+        {"key": "fix", "name": "Fix", "applies_when": {"root_cause": ["nope"]}, "categories": []}
+    )
+    with pytest.raises(CodebookFileError, match="unknown categories nope"):
+        codebook_load(data=data)
+    data["dimensions"][1]["applies_when"] = {"later": ["x"]}
+    with pytest.raises(CodebookFileError, match="not a dimension defined before"):
+        codebook_load(data=data)
+    data["dimensions"][1]["applies_when"] = {"root_cause": ["api"]}
+    version, _ = codebook_load(data=data)
+    assert Dimension.objects.get(version=version, key="fix").applies_when == {
+        "root_cause": ["api"]
+    }
