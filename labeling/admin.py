@@ -1,8 +1,11 @@
-"""Admin: reading and light corrections. Labels change only through the labeling services, so the
-annotation models are read-only here (their history must stay complete)."""
+"""Admin: reading and light corrections. Every save goes through a service: studies are created
+by `create_study` (or the API) and only their descriptive fields change here; members are added
+with `study_member_add`; labels change only through the labeling services, so the annotation
+models are read-only here (their history must stay complete)."""
 
 from django.contrib import admin
 
+from common.services import model_update
 from labeling.models import (
     Annotation,
     AnnotationRevision,
@@ -14,6 +17,7 @@ from labeling.models import (
     Study,
     StudyItem,
 )
+from labeling.services.studies import study_member_add
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -42,7 +46,7 @@ class IssueAdmin(ReadOnlyAdmin):
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 1
-    autocomplete_fields = ["user"]
+    raw_id_fields = ["user"]
 
 
 class RoundInline(admin.TabularInline):
@@ -54,11 +58,40 @@ class RoundInline(admin.TabularInline):
 class StudyAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "codebook_version", "k", "blind", "status"]
     inlines = [RoundInline, MembershipInline]
-    readonly_fields = ["codebook_version"]
+    editable_fields = ["name", "description", "blind", "status"]
+    # The codebook version and k are fixed when the study is made; changing them would orphan
+    # labels or break the assignment plan.
+    readonly_fields = ["slug", "codebook_version", "k", "sampling"]
 
-    def get_readonly_fields(self, request, obj=None):
-        # The codebook version is pinned when the study is made; changing it would orphan labels.
-        return ["codebook_version"] if obj else []
+    def has_add_permission(self, request) -> bool:
+        return False  # studies are created with create_study or the API (study_create)
+
+    def save_model(self, request, obj, form, change) -> None:
+        stored = Study.objects.get(pk=obj.pk)
+        model_update(
+            instance=stored,
+            fields=self.editable_fields,
+            data={field: form.cleaned_data[field] for field in self.editable_fields},
+        )
+
+    def save_formset(self, request, form, formset, change) -> None:
+        if formset.model is not Membership:
+            super().save_formset(request, form, formset, change)
+            return
+        formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+        for membership_form in formset.forms:
+            data = membership_form.cleaned_data
+            if not data:
+                continue
+            if data.get("DELETE"):
+                if membership_form.instance.pk:
+                    membership_form.instance.delete()
+                    formset.deleted_objects.append(membership_form.instance)
+                continue
+            if membership_form.has_changed():
+                formset.new_objects.append(
+                    study_member_add(study=form.instance, user=data["user"], role=data["role"])
+                )
 
 
 @admin.register(StudyItem)

@@ -21,20 +21,24 @@ class CodebookVersionAdmin(admin.ModelAdmin):
         return False
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """A codebook changes by loading a new version of its file, which keeps versions comparable."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Dimension)
-class DimensionAdmin(admin.ModelAdmin):
+class DimensionAdmin(ReadOnlyAdmin):
     list_display = ["key", "name", "version", "multi_label", "required", "position"]
     list_filter = ["version"]
 
-    def has_change_permission(self, request, obj=None) -> bool:
-        return obj is None or not obj.version.is_published
-
 
 @admin.register(Category)
-class CategoryAdmin(admin.ModelAdmin):
+class CategoryAdmin(ReadOnlyAdmin):
     list_display = ["key", "name", "dimension", "parent", "deprecated"]
     list_filter = ["dimension__version", "dimension"]
     search_fields = ["key", "name", "definition"]
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return obj is None or not obj.dimension.version.is_published

@@ -60,3 +60,44 @@ def test_every_route_requires_login(client, study, url):
     else:
         assert response.status_code == 302, url
         assert response.url.startswith("/accounts/login/")
+
+
+def test_admin_edits_a_study_through_the_service(client, study, people, make_user):
+    admin = make_user("root", is_staff=True, is_superuser=True)
+    newcomer = make_user("annotator9")
+    client.force_login(admin)
+    page = client.get(f"/admin/labeling/study/{study.pk}/change/")
+    assert page.status_code == 200
+    form = page.context["adminform"].form
+    inline_data = {}
+    for formset in page.context["inline_admin_formsets"]:
+        management = formset.formset.management_form
+        for field in management:
+            inline_data[field.html_name] = field.value()
+        for index, inline_form in enumerate(formset.formset.forms):
+            for field in inline_form:
+                value = field.value()
+                if value is not None and value is not False:
+                    inline_data[field.html_name] = value
+    prefix = next(
+        f.formset.prefix
+        for f in page.context["inline_admin_formsets"]
+        if "membership" in f.formset.prefix
+    )
+    total = int(inline_data[f"{prefix}-TOTAL_FORMS"])
+    inline_data[f"{prefix}-{total - 1}-user"] = newcomer.pk
+    inline_data[f"{prefix}-{total - 1}-role"] = "annotator"
+    response = client.post(
+        f"/admin/labeling/study/{study.pk}/change/",
+        {
+            **{name: form[name].value() for name in ("name", "description", "status")},
+            "blind": "on",
+            "name": "Renamed",
+            **inline_data,
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+    study.refresh_from_db()
+    assert study.name == "Renamed"
+    assert study.memberships.filter(user=newcomer, role="annotator").exists()
+    assert client.get("/admin/labeling/study/add/").status_code == 403
