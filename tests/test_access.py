@@ -74,7 +74,7 @@ def test_admin_edits_a_study_through_the_service(client, study, people, make_use
         management = formset.formset.management_form
         for field in management:
             inline_data[field.html_name] = field.value()
-        for index, inline_form in enumerate(formset.formset.forms):
+        for inline_form in formset.formset.forms:
             for field in inline_form:
                 value = field.value()
                 if value is not None and value is not False:

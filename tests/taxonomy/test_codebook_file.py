@@ -206,6 +206,4 @@ def test_applies_when_must_name_an_earlier_dimension_and_its_categories(db):
         codebook_load(data=data)
     data["dimensions"][1]["applies_when"] = {"root_cause": ["api"]}
     version, _ = codebook_load(data=data)
-    assert Dimension.objects.get(version=version, key="fix").applies_when == {
-        "root_cause": ["api"]
-    }
+    assert Dimension.objects.get(version=version, key="fix").applies_when == {"root_cause": ["api"]}
