@@ -37,6 +37,8 @@ class IssueImportReport:
     linked_fixes: int = 0
     errors: list[tuple[int, str]] = field(default_factory=list)
     changed_issue_ids: list[int] = field(default_factory=list)
+    # Issues created or updated (not the unchanged ones), for follow-up work.
+    written_issue_ids: list[int] = field(default_factory=list)
 
     def summary(self) -> str:
         return (
@@ -62,6 +64,20 @@ def issues_import(*, objects: Iterable[tuple[int, Any]], render: bool = True) ->
         _store_batch(batch, repositories, report)
     if render:
         issue_texts_render(issue_ids=None)
+    return report
+
+
+def issues_store(
+    *, records: list[IssueRecord], replace_threads: bool = False
+) -> IssueImportReport:
+    """Upsert one batch of issue records in one transaction (the sync stores a page this way).
+
+    With `replace_threads`, each written issue's comments and linked fixes become exactly those of
+    its record (comments deleted upstream go); an import file, whose threads may be excerpts, only
+    adds. Markdown is rendered afterwards with `issue_texts_render`.
+    """
+    report = IssueImportReport(read=len(records))
+    _store_batch(records, {}, report, replace_threads=replace_threads)
     return report
 
 
@@ -118,6 +134,8 @@ def _store_batch(
     records: list[IssueRecord],
     repositories: dict[tuple[str, str], int],
     report: IssueImportReport,
+    *,
+    replace_threads: bool = False,
 ) -> None:
     if connection.vendor == "postgresql":
         # A lost batch after a crash is re-imported by running the import again (it is
@@ -161,6 +179,7 @@ def _store_batch(
         issue_items_flag_changed(issue_ids=changed_ids)
 
     issue_ids = {key: value[0] for key, value in _stored_issues(written, repository_ids).items()}
+    report.written_issue_ids.extend(issue_ids.values())
     comment_rows = [
         {
             "issue_id": issue_ids[(repository_ids[record.repository_key], record.number)],
@@ -191,6 +210,17 @@ def _store_batch(
         for fix in record.linked_fixes
     ]
     bulk_upsert(LinkedFix, fix_rows, unique_fields=["issue_id", "kind", "ref"])
+    if replace_threads:
+        kept_comments = {row["github_id"] for row in comment_rows}
+        kept_fixes = {(row["issue_id"], row["kind"], row["ref"]) for row in fix_rows}
+        IssueComment.objects.filter(issue_id__in=issue_ids.values()).exclude(
+            github_id__in=kept_comments
+        ).delete()
+        for fix_id, issue_id, kind, ref in LinkedFix.objects.filter(
+            issue_id__in=issue_ids.values()
+        ).values_list("id", "issue_id", "kind", "ref"):
+            if (issue_id, kind, ref) not in kept_fixes:
+                LinkedFix.objects.filter(id=fix_id).delete()
     report.comments += len(comment_rows)
     report.linked_fixes += len(fix_rows)
 
