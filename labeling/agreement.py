@@ -373,17 +373,27 @@ def _distinct_rows(
     members: NDArray[np.bool_],
 ) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
     """Distinct membership rows and, per row, the index of its distinct row."""
-    packed = np.packbits(members, axis=1)
-    if packed.shape[1] <= 8:
+    words = _bit_masks(members)
+    if words.shape[1] == 1:
         # Up to 64 categories: one integer per label set, so a fast 1-D unique.
-        words = np.zeros((len(packed), 8), dtype=np.uint8)
-        words[:, : packed.shape[1]] = packed
-        _, first, inverse = np.unique(
-            words.view(np.uint64).reshape(-1), return_index=True, return_inverse=True
-        )
+        _, first, inverse = np.unique(words[:, 0], return_index=True, return_inverse=True)
     else:
-        _, first, inverse = np.unique(packed, axis=0, return_index=True, return_inverse=True)
+        _, first, inverse = np.unique(words, axis=0, return_index=True, return_inverse=True)
     return members[first], inverse.reshape(-1)
+
+
+def _bit_masks(members: NDArray[np.bool_]) -> NDArray[np.uint64]:
+    """Rows of a membership matrix as bit masks, one row of 64-bit words each."""
+    packed = np.packbits(members, axis=1)
+    n_words = max(1, -(-packed.shape[1] // 8))
+    padded = np.zeros((len(packed), 8 * n_words), dtype=np.uint8)
+    padded[:, : packed.shape[1]] = packed
+    return padded.view(np.uint64)
+
+
+def _shared_members(masks_a: NDArray[np.uint64], masks_b: NDArray[np.uint64]) -> NDArray:
+    """|A & B| from bit masks (broadcast over leading axes)."""
+    return np.bitwise_count(masks_a & masks_b).sum(axis=-1, dtype=np.int64)
 
 
 def _value_order(categories: Sequence[str], seen: set[str]) -> list[str]:
@@ -673,24 +683,29 @@ class _MultiLabelReport(_DimensionReport):
             return None
         ratings_per_item = ratings.rated.sum(axis=1)
         set_sizes = members.sum(axis=1)
+        # Bit masks and popcounts rather than a sets x sets matrix product: the product is
+        # small, and multithreaded BLAS stalls on small products when the cores are busy.
+        masks = _bit_masks(members)
         # Observed: every ordered pair of ratings within an item, weighted 1 / (m_u - 1).
         observed_total = 0.0
         for (a, b), overlap in zip(self.pairs, self.overlaps, strict=True):
-            shared = np.einsum("ij,ij->i", self.chosen[overlap, a], self.chosen[overlap, b])
+            codes_a, codes_b = ratings.grid[overlap, a], ratings.grid[overlap, b]
             distances = _masi_from_sizes(
-                shared, set_sizes[ratings.grid[overlap, a]], set_sizes[ratings.grid[overlap, b]]
+                _shared_members(masks[codes_a], masks[codes_b]),
+                set_sizes[codes_a],
+                set_sizes[codes_b],
             )
             observed_total += float((2.0 * distances / (ratings_per_item[overlap] - 1)).sum())
         # Expected: all pairs of pairable values, over distinct label sets with frequencies.
         frequency = np.bincount(ratings.grid[ratings.rated], minlength=len(members)).astype(float)
         n_values = frequency.sum()
-        members_float = members.astype(np.float64)
         expected_total = 0.0
         for start in range(0, len(members), _MASI_BLOCK_ROWS):
             block = slice(start, start + _MASI_BLOCK_ROWS)
-            shared = members_float[block] @ members_float.T
             distances = _masi_from_sizes(
-                shared, set_sizes[block, np.newaxis], set_sizes[np.newaxis, :]
+                _shared_members(masks[block, np.newaxis], masks[np.newaxis, :]),
+                set_sizes[block, np.newaxis],
+                set_sizes[np.newaxis, :],
             )
             expected_total += float(frequency[block] @ distances @ frequency)
         if expected_total <= 0:
