@@ -102,3 +102,13 @@ class StudySerializer(serializers.ModelSerializer):
             "slug", "name", "description", "codebook", "codebook_version", "k", "blind",
             "status", "rounds", "n_items", "created_at",
         ]  # fmt: skip
+
+
+class AgreementQuerySerializer(serializers.Serializer):
+    dimension = serializers.ListField(child=serializers.SlugField(), required=False)
+    round = serializers.CharField(required=False, max_length=100)
+    repository = serializers.RegexField(r"^[\w.\-]+/[\w.\-]+$", required=False)
+    level = serializers.IntegerField(required=False, min_value=0, max_value=20)
+    weights = serializers.ChoiceField(choices=["linear", "quadratic"], required=False)
+    bootstrap = serializers.IntegerField(required=False, min_value=0, max_value=10_000, default=0)
+    seed = serializers.IntegerField(required=False, min_value=0, default=0)

@@ -1,17 +1,24 @@
 """Thin DRF views over the selectors; what a user may see is decided there, not here."""
 
 from django.db.models import Exists, OuterRef, Prefetch
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
 
 from api.serializers import (
+    AgreementQuerySerializer,
     CodebookSerializer,
     CodebookVersionDetailSerializer,
     IssueDetailSerializer,
     IssueSerializer,
     StudySerializer,
 )
+from labeling.agreement_report import LabelTableFilter, study_agreement_report
 from labeling.models import Issue, Membership, StudyItem
-from labeling.selectors import study_list_for_user
+from labeling.selectors import study_list_for_user, study_roles
 from taxonomy.models import Category, CodebookVersion, Dimension
 from taxonomy.selectors import codebook_list
 
@@ -77,3 +84,43 @@ class StudyViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self):
         return study_list_for_user(user=self.request.user).prefetch_related("rounds")
+
+    @extend_schema(
+        parameters=[AgreementQuerySerializer],
+        responses={200: OpenApiTypes.OBJECT},
+        description=(
+            "Agreement per dimension: percent agreement, Cohen's kappa per pair and mean (with "
+            "bootstrap 95% intervals when bootstrap > 0), Fleiss' kappa, Krippendorff's alpha, "
+            "per-category kappa. Managers and adjudicators of the study only."
+        ),
+    )
+    @action(detail=True, methods=["get"])
+    def agreement(self, request, slug=None):
+        study = self.get_object()
+        if not study_roles(study=study, user=request.user) & {
+            Membership.Role.MANAGER,
+            Membership.Role.ADJUDICATOR,
+        }:
+            raise PermissionDenied("Agreement is for the study's managers and adjudicators.")
+        query = AgreementQuerySerializer(
+            data={
+                **request.query_params.dict(),
+                "dimension": request.query_params.getlist("dimension"),
+            }
+            if "dimension" in request.query_params
+            else request.query_params.dict()
+        )
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        report = study_agreement_report(
+            study=study,
+            dimension_keys=params.get("dimension"),
+            filters=LabelTableFilter(
+                round_name=params.get("round"), repository=params.get("repository")
+            ),
+            level=params.get("level"),
+            weights=params.get("weights"),
+            bootstrap=params["bootstrap"],
+            seed=params["seed"],
+        )
+        return Response(report)

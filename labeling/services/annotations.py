@@ -3,12 +3,23 @@
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
-from labeling.models import Annotation, AnnotationRevision, Assignment, StudyItem
+from labeling.annotation_import import AnnotationRow
+from labeling.models import (
+    Annotation,
+    AnnotationRevision,
+    Assignment,
+    Issue,
+    Membership,
+    Study,
+    StudyItem,
+)
+from labeling.services.studies import study_items_add, study_member_add
 from taxonomy.models import Category, Dimension
 
 MAX_TEXT = 20_000
@@ -87,39 +98,14 @@ def assignment_save(
         )
     )
     for key, answer in answers.items():
-        dimension = dimensions[key]
-        chosen = categories[key]
-        annotation = existing.get(dimension.id)
-        new_state = (
-            sorted(c.key for c in chosen), answer.unsure, answer.rationale[:MAX_TEXT],
-            answer.evidence[:MAX_TEXT], answer.proposal[:200],
-        )  # fmt: skip
-        if annotation is None:
-            annotation = Annotation.objects.create(assignment=assignment, dimension=dimension)
-            old_state = None
-        else:
-            old_state = (
-                sorted(c.key for c in annotation.categories.all()), annotation.unsure,
-                annotation.rationale, annotation.evidence, annotation.proposal,
-            )  # fmt: skip
-        if new_state == old_state:
-            continue
-        annotation.unsure, annotation.rationale = new_state[1], new_state[2]
-        annotation.evidence, annotation.proposal = new_state[3], new_state[4]
-        annotation.version += 1
-        annotation.save(
-            update_fields=["unsure", "rationale", "evidence", "proposal", "version", "updated_at"]
-        )
-        annotation.categories.set(chosen)
-        AnnotationRevision.objects.create(
-            annotation=annotation,
-            category_keys=new_state[0],
-            unsure=annotation.unsure,
-            rationale=annotation.rationale,
-            evidence=annotation.evidence,
-            proposal=annotation.proposal,
+        _annotation_write(
+            assignment=assignment,
+            dimension=dimensions[key],
+            annotation=existing.get(dimensions[key].id),
+            chosen=categories[key],
+            answer=answer,
+            user=user,
             assignment_status=status,
-            changed_by=user,
             reason="submitted" if submit else "draft",
         )
 
@@ -140,6 +126,54 @@ def assignment_save(
     assignment.version += 1
     assignment.save(update_fields=fields)
     return assignment
+
+
+def _annotation_write(
+    *,
+    assignment: Assignment,
+    dimension: Dimension,
+    annotation: Annotation | None,
+    chosen: list[Category],
+    answer: DimensionAnswer,
+    user: AbstractBaseUser | None,
+    assignment_status: str,
+    reason: str,
+) -> Annotation:
+    """Create or change one annotation and record the revision; an unchanged answer writes
+    nothing. Runs inside the caller's transaction."""
+    new_state = (
+        sorted(c.key for c in chosen), answer.unsure, answer.rationale[:MAX_TEXT],
+        answer.evidence[:MAX_TEXT], answer.proposal[:200],
+    )  # fmt: skip
+    if annotation is None:
+        annotation = Annotation.objects.create(assignment=assignment, dimension=dimension)
+        old_state = None
+    else:
+        old_state = (
+            sorted(c.key for c in annotation.categories.all()), annotation.unsure,
+            annotation.rationale, annotation.evidence, annotation.proposal,
+        )  # fmt: skip
+    if new_state == old_state:
+        return annotation
+    annotation.unsure, annotation.rationale = new_state[1], new_state[2]
+    annotation.evidence, annotation.proposal = new_state[3], new_state[4]
+    annotation.version += 1
+    annotation.save(
+        update_fields=["unsure", "rationale", "evidence", "proposal", "version", "updated_at"]
+    )
+    annotation.categories.set(chosen)
+    AnnotationRevision.objects.create(
+        annotation=annotation,
+        category_keys=new_state[0],
+        unsure=annotation.unsure,
+        rationale=annotation.rationale,
+        evidence=annotation.evidence,
+        proposal=annotation.proposal,
+        assignment_status=assignment_status,
+        changed_by=user,
+        reason=reason,
+    )
+    return annotation
 
 
 def _categories_by_dimension(
@@ -232,3 +266,129 @@ def assignment_skip(*, assignment: Assignment, user: AbstractBaseUser, reason: s
     assignment.version += 1
     assignment.save(update_fields=["status", "skip_reason", "version"])
     return assignment
+
+
+@dataclass
+class AnnotationImportReport:
+    rows: int = 0
+    items_added: int = 0
+    users_created: int = 0
+    annotations_written: int = 0
+
+
+@transaction.atomic
+def annotations_import(
+    *, study: Study, rows: list[AnnotationRow], create_users: bool = False
+) -> AnnotationImportReport:
+    """Record labels made elsewhere as submitted annotations of a study.
+
+    Everything is checked first; when any row is wrong, ApplicationError lists each problem with
+    its line numbers and nothing is written. Issues not yet in the study become items of its
+    current round, assigned to exactly the annotators who labeled them in the file. Unknown
+    annotators are an error unless `create_users`, which creates them as inactive accounts (they
+    cannot log in until a manager activates them).
+    """
+    User = get_user_model()
+    errors: list[tuple[int, str]] = []
+    dimensions = {d.key: d for d in Dimension.objects.filter(version_id=study.codebook_version_id)}
+    categories: dict[tuple[int, str], Category] = {
+        (c.dimension_id, c.key): c
+        for c in Category.objects.filter(dimension__version_id=study.codebook_version_id)
+    }
+    issues = _issues_by_reference({(row.owner, row.name, row.number) for row in rows})
+    users = {u.username: u for u in User.objects.filter(username__in={r.annotator for r in rows})}
+    seen: dict[tuple[str, str, str], int] = {}
+    for row in rows:
+        issue = issues.get((row.owner, row.name, row.number))
+        if issue is None:
+            errors.append((row.line, f"unknown issue {row.issue_reference}"))
+        elif issue.is_pull_request:
+            errors.append((row.line, f"{row.issue_reference} is a pull request, not an issue"))
+        if row.annotator not in users and not create_users:
+            errors.append((row.line, f"unknown annotator {row.annotator!r}"))
+        dimension = dimensions.get(row.dimension)
+        if dimension is None:
+            errors.append((row.line, f"unknown dimension {row.dimension!r}"))
+        else:
+            unknown = [k for k in row.labels if (dimension.id, k) not in categories]
+            if unknown:
+                errors.append(
+                    (row.line, f"unknown category {', '.join(unknown)} of {row.dimension}")
+                )
+            if not dimension.multi_label and len(row.labels) > 1:
+                errors.append((row.line, f"{row.dimension} takes one category"))
+        key = (row.issue_reference, row.annotator, row.dimension)
+        if key in seen:
+            errors.append((row.line, f"same issue, annotator and dimension as line {seen[key]}"))
+        else:
+            seen[key] = row.line
+    if errors:
+        raise ApplicationError(
+            f"{len(errors)} problems; nothing was imported.", extra={"errors": errors}
+        )
+
+    report = AnnotationImportReport(rows=len(rows))
+    for username in sorted({row.annotator for row in rows} - users.keys()):
+        user = User(username=username, is_active=False)
+        user.set_unusable_password()
+        user.save()
+        users[username] = user
+        report.users_created += 1
+    for user in {users[row.annotator] for row in rows}:
+        study_member_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
+    new_issues = [
+        issue
+        for issue in issues.values()
+        if not StudyItem.objects.filter(study=study, issue=issue).exists()
+    ]
+    report.items_added = len(study_items_add(study=study, issues=new_issues, assign=False))
+    items = {item.issue_id: item for item in StudyItem.objects.filter(study=study)}
+    now = timezone.now()
+    assignments: dict[tuple[int, int], Assignment] = {}
+    for row in rows:
+        issue = issues[(row.owner, row.name, row.number)]
+        user = users[row.annotator]
+        assignment_key = (items[issue.id].id, user.pk)
+        if assignment_key not in assignments:
+            assignment, _ = Assignment.objects.get_or_create(
+                item=items[issue.id],
+                annotator=user,
+                defaults={"selection_reason": "imported"},
+            )
+            assignment.status = Assignment.Status.SUBMITTED
+            assignment.submitted_at = assignment.submitted_at or now
+            assignment.version += 1
+            assignment.save(update_fields=["status", "submitted_at", "version"])
+            assignments[assignment_key] = assignment
+        assignment = assignments[assignment_key]
+        dimension = dimensions[row.dimension]
+        _annotation_write(
+            assignment=assignment,
+            dimension=dimension,
+            annotation=Annotation.objects.filter(assignment=assignment, dimension=dimension)
+            .prefetch_related("categories")
+            .first(),
+            chosen=[categories[(dimension.id, key)] for key in row.labels],
+            answer=DimensionAnswer(
+                category_keys=list(row.labels), unsure=row.unsure, rationale=row.rationale
+            ),
+            user=None,
+            assignment_status=Assignment.Status.SUBMITTED,
+            reason="imported",
+        )
+        report.annotations_written += 1
+    return report
+
+
+def _issues_by_reference(
+    references: set[tuple[str, str, int]],
+) -> dict[tuple[str, str, int], Issue]:
+    if not references:
+        return {}
+    issues = Issue.objects.select_related("repository").filter(
+        repository__owner__in={owner for owner, _, _ in references},
+        repository__name__in={name for _, name, _ in references},
+        number__in={number for _, _, number in references},
+    )
+    found = {(i.repository.owner, i.repository.name, i.number): i for i in issues}
+    return {key: issue for key, issue in found.items() if key in references}

@@ -67,9 +67,7 @@ def issues_import(*, objects: Iterable[tuple[int, Any]], render: bool = True) ->
     return report
 
 
-def issues_store(
-    *, records: list[IssueRecord], replace_threads: bool = False
-) -> IssueImportReport:
+def issues_store(*, records: list[IssueRecord], replace_threads: bool = False) -> IssueImportReport:
     """Upsert one batch of issue records in one transaction (the sync stores a page this way).
 
     With `replace_threads`, each written issue's comments and linked fixes become exactly those of

@@ -69,9 +69,10 @@ def study_member_add(*, study: Study, user: AbstractBaseUser, role: str) -> Memb
 
 @transaction.atomic
 def study_items_add(
-    *, study: Study, issues: Sequence[Issue], round: Round | None = None
+    *, study: Study, issues: Sequence[Issue], round: Round | None = None, assign: bool = True
 ) -> list[StudyItem]:
-    """Add issues (not pull requests, not already in the study) to a round, and assign them."""
+    """Add issues (not pull requests, not already in the study) to a round and, with `assign`,
+    give each to k of the study's annotators."""
     round = round or study.rounds.order_by("-position").first()
     already = set(study.items.values_list("issue_id", flat=True))
     new_issues = [i for i in issues if not i.is_pull_request and i.id not in already]
@@ -84,7 +85,7 @@ def study_items_add(
             memberships__study=study, memberships__role=Membership.Role.ANNOTATOR
         ).order_by("username")
     )
-    if len(annotators) >= study.k:
+    if assign and len(annotators) >= study.k:
         # Start where earlier batches stopped, so that the load stays even across additions.
         offset = Assignment.objects.filter(item__study=study).count() // study.k
         plan = balanced_assignment(offset + len(items), [a.username for a in annotators], study.k)

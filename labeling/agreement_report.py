@@ -1,0 +1,259 @@
+"""Agreement of a study: the label table from the database, and the report built on it.
+
+The arithmetic is in `labeling.agreement` (pure); this module only selects and shapes data.
+"""
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from labeling.agreement import dimension_agreement, interpret_kappa
+from labeling.models import Annotation, Assignment, Round, Study
+from taxonomy.models import Category, Dimension
+
+
+@dataclass
+class DimensionTable:
+    """The submitted ratings of one dimension: one row per (item, annotator)."""
+
+    dimension: Dimension
+    categories: list[str]  # keys in codebook order (at the rolled-up level, when rolled up)
+    item_ids: list[int] = field(default_factory=list)
+    annotators: list[str] = field(default_factory=list)
+    label_sets: list[frozenset[str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LabelTableFilter:
+    round_name: str | None = None
+    repository: str | None = None  # "owner/name"
+    submitted_after: datetime | None = None
+    submitted_before: datetime | None = None
+
+
+def study_label_table(
+    *,
+    study: Study,
+    dimension_keys: Iterable[str] | None = None,
+    filters: LabelTableFilter | None = None,
+    level: int | None = None,
+) -> dict[str, DimensionTable]:
+    """(item, annotator, dimension, categories) of every submitted annotation of a study, as
+    per-dimension columns, in three queries whatever the study size.
+
+    A dimension that applies only under a condition (`applies_when`, e.g. root cause only for
+    items screened in) keeps only the ratings of annotators for whom the condition held, so an
+    item one annotator screened out does not count as a root-cause disagreement. Ratings without
+    an answer on the condition's dimension are kept.
+    `level` rolls categories up the tree: 0 maps every category to its top-level ancestor.
+    """
+    dimensions = list(
+        Dimension.objects.filter(version_id=study.codebook_version_id).order_by("position")
+    )
+    wanted = set(dimension_keys) if dimension_keys is not None else None
+    categories = list(
+        Category.objects.filter(dimension__version_id=study.codebook_version_id)
+        .order_by("dimension__position", "position")
+        .values_list("id", "dimension_id", "parent_id", "key")
+    )
+    key_of = _rolled_up_keys(categories, level)
+    filters = filters or LabelTableFilter()
+
+    annotations = Annotation.objects.filter(
+        assignment__item__study=study, assignment__status=Assignment.Status.SUBMITTED
+    )
+    if filters.round_name:
+        annotations = annotations.filter(assignment__item__round__name=filters.round_name)
+    if filters.repository:
+        owner, _, name = filters.repository.partition("/")
+        annotations = annotations.filter(
+            assignment__item__issue__repository__owner=owner,
+            assignment__item__issue__repository__name=name,
+        )
+    if filters.submitted_after:
+        annotations = annotations.filter(assignment__submitted_at__gte=filters.submitted_after)
+    if filters.submitted_before:
+        annotations = annotations.filter(assignment__submitted_at__lt=filters.submitted_before)
+    rows = list(
+        annotations.values_list(
+            "id", "assignment__item_id", "assignment__annotator__username", "dimension_id"
+        )
+    )
+    chosen: dict[int, set[str]] = defaultdict(set)
+    for annotation_id, category_id in Annotation.categories.through.objects.filter(
+        annotation__in=annotations
+    ).values_list("annotation_id", "category_id"):
+        chosen[annotation_id].add(key_of[category_id])
+
+    dimension_by_id = {dimension.id: dimension for dimension in dimensions}
+    answers: dict[tuple[int, str], dict[str, frozenset[str]]] = defaultdict(dict)
+    for annotation_id, item_id, annotator, dimension_id in rows:
+        dimension = dimension_by_id[dimension_id]
+        answers[(item_id, annotator)][dimension.key] = frozenset(chosen.get(annotation_id, ()))
+
+    tables = {
+        dimension.key: DimensionTable(
+            dimension=dimension,
+            categories=list(
+                dict.fromkeys(
+                    key_of[category_id]
+                    for category_id, dimension_id, _, _ in categories
+                    if dimension_id == dimension.id
+                )
+            ),
+        )
+        for dimension in dimensions
+        if wanted is None or dimension.key in wanted
+    }
+    for (item_id, annotator), by_dimension in answers.items():
+        for key, label_set in by_dimension.items():
+            table = tables.get(key)
+            if table is None or not _applies(table.dimension, by_dimension):
+                continue
+            table.item_ids.append(item_id)
+            table.annotators.append(annotator)
+            table.label_sets.append(label_set)
+    return tables
+
+
+def _rolled_up_keys(
+    categories: list[tuple[int, int, int | None, str]], level: int | None
+) -> dict[int, str]:
+    parent_of = {category_id: parent_id for category_id, _, parent_id, _ in categories}
+    key_by_id = {category_id: key for category_id, _, _, key in categories}
+    if level is None:
+        return key_by_id
+    rolled: dict[int, str] = {}
+    for category_id in key_by_id:
+        path = [category_id]
+        while parent_of[path[-1]] is not None:
+            path.append(parent_of[path[-1]])
+        path.reverse()  # root first
+        rolled[category_id] = key_by_id[path[min(level, len(path) - 1)]]
+    return rolled
+
+
+def _applies(dimension: Dimension, answers: dict[str, frozenset[str]]) -> bool:
+    # A condition on a dimension the annotator did not rate at all (labels imported from a
+    # sheet without screening) does not exclude the rating.
+    return all(
+        other_key not in answers or answers[other_key] & set(category_keys)
+        for other_key, category_keys in dimension.applies_when.items()
+    )
+
+
+def study_agreement_report(
+    *,
+    study: Study,
+    dimension_keys: Iterable[str] | None = None,
+    filters: LabelTableFilter | None = None,
+    level: int | None = None,
+    weights: str | None = None,
+    bootstrap: int = 0,
+    seed: int = 0,
+) -> dict:
+    """The agreement report of DESIGN.md: per dimension, percent agreement, Cohen's kappa per
+    pair (mean, intervals), Fleiss' kappa, Krippendorff's alpha, per-category kappa.
+
+    Ordinal dimensions use `weights` ("linear" by default, or "quadratic") for Cohen's kappa.
+    """
+    filters = filters or LabelTableFilter()
+    tables = study_label_table(
+        study=study, dimension_keys=dimension_keys, filters=filters, level=level
+    )
+    dimensions = {}
+    for key, table in tables.items():
+        report = dimension_agreement(
+            table.item_ids,
+            table.annotators,
+            table.label_sets,
+            categories=table.categories,
+            multi_label=table.dimension.multi_label,
+            ordinal=table.dimension.ordinal,
+            weights=(weights or "linear") if table.dimension.ordinal else None,
+            bootstrap=bootstrap,
+            seed=seed,
+        )
+        report["name"] = table.dimension.name
+        report["multi_label"] = table.dimension.multi_label
+        report["required"] = table.dimension.required
+        dimensions[key] = report
+    return {
+        "study": study.slug,
+        "filters": {
+            "round": filters.round_name,
+            "repository": filters.repository,
+            "level": level,
+            "bootstrap": bootstrap,
+            "seed": seed,
+        },
+        "dimensions": dimensions,
+    }
+
+
+@dataclass
+class RoundStatus:
+    round: Round
+    kappa_by_dimension: dict[str, float | None]
+    target: float | None
+    failing: list[str]  # names of required dimensions below the target (or undefined)
+
+    @property
+    def passed(self) -> bool | None:
+        if self.target is None:
+            return None
+        return not self.failing
+
+
+def study_round_statuses(*, study: Study) -> list[RoundStatus]:
+    """Per round: the mean Cohen's kappa of each dimension, and, where the round carries a
+    target, whether every required dimension reached it."""
+    statuses = []
+    for round_ in Round.objects.filter(study=study).order_by("position"):
+        report = study_agreement_report(
+            study=study, filters=LabelTableFilter(round_name=round_.name)
+        )
+        kappas = {
+            key: dimension["cohen_kappa"]["mean"] for key, dimension in report["dimensions"].items()
+        }
+        failing = []
+        if round_.target_kappa is not None:
+            failing = [
+                dimension["name"]
+                for key, dimension in report["dimensions"].items()
+                if dimension["required"]
+                and (kappas[key] is None or kappas[key] < round_.target_kappa)
+            ]
+        statuses.append(
+            RoundStatus(
+                round=round_,
+                kappa_by_dimension=kappas,
+                target=round_.target_kappa,
+                failing=failing,
+            )
+        )
+    return statuses
+
+
+def report_rows(report: dict) -> list[dict]:
+    """One flat row per dimension, for tables and downloads."""
+    rows = []
+    for key, dimension in report["dimensions"].items():
+        kappa = dimension["cohen_kappa"]
+        rows.append(
+            {
+                "dimension": key,
+                "name": dimension["name"],
+                "n_items": dimension["n_items"],
+                "n_annotators": dimension["n_annotators"],
+                "percent_agreement": dimension["percent_agreement"],
+                "cohen_kappa": kappa["mean"],
+                "ci95_low": kappa["ci95"][0] if kappa.get("ci95") else None,
+                "ci95_high": kappa["ci95"][1] if kappa.get("ci95") else None,
+                "fleiss_kappa": dimension["fleiss_kappa"],
+                "krippendorff_alpha": dimension["krippendorff_alpha"],
+                "interpretation": interpret_kappa(kappa["mean"]),
+            }
+        )
+    return rows

@@ -1,0 +1,101 @@
+"""The annotation import file (CSV with a header row): `issue,annotator,dimension,labels`.
+
+issue is `owner/name#number`, annotator a username, dimension a dimension key, labels category
+keys joined by `;` (empty: none applies). Optional columns: `unsure` (true/false/1/0/yes/no),
+`rationale`. Parsing only; no database here.
+"""
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+
+REQUIRED_COLUMNS = ("issue", "annotator", "dimension", "labels")
+ISSUE_REFERENCE = re.compile(r"^([A-Za-z0-9_.\-]+)/([A-Za-z0-9_.\-]+)#(\d+)$")
+MAX_FILE_BYTES = 50 * 1024 * 1024
+TRUE_WORDS = {"1", "true", "yes", "y", "t"}
+FALSE_WORDS = {"", "0", "false", "no", "n", "f"}
+
+
+@dataclass(frozen=True)
+class AnnotationRow:
+    line: int
+    owner: str
+    name: str
+    number: int
+    annotator: str
+    dimension: str
+    labels: tuple[str, ...]
+    unsure: bool = False
+    rationale: str = ""
+
+    @property
+    def issue_reference(self) -> str:
+        return f"{self.owner}/{self.name}#{self.number}"
+
+
+class AnnotationFileError(ValueError):
+    def __init__(self, errors: list[tuple[int, str]]) -> None:
+        super().__init__("; ".join(f"line {line}: {message}" for line, message in errors))
+        self.errors = errors
+
+
+def annotation_rows_parse(content: bytes | str) -> list[AnnotationRow]:
+    """All rows of the file, or AnnotationFileError listing every bad line (line numbers count
+    the header as line 1, as a spreadsheet shows them)."""
+    if isinstance(content, bytes):
+        if len(content) > MAX_FILE_BYTES:
+            raise AnnotationFileError([(0, f"file is larger than {MAX_FILE_BYTES} bytes")])
+        try:
+            content = content.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise AnnotationFileError([(0, f"file is not UTF-8 ({error})")]) from error
+    reader = csv.DictReader(io.StringIO(content.replace("\x00", ""), newline=""))
+    header = [column.strip().lower() for column in reader.fieldnames or []]
+    missing = [column for column in REQUIRED_COLUMNS if column not in header]
+    if missing:
+        raise AnnotationFileError([(1, f"missing columns: {', '.join(missing)}")])
+    reader.fieldnames = header
+    rows: list[AnnotationRow] = []
+    errors: list[tuple[int, str]] = []
+    for index, record in enumerate(reader, start=2):
+        if None in record:
+            errors.append((index, "more fields than columns in the header"))
+            continue
+        values = {key: (value or "").strip() for key, value in record.items()}
+        if not any(values.values()):
+            continue
+        match = ISSUE_REFERENCE.match(values["issue"])
+        if match is None:
+            errors.append((index, f"issue must be owner/name#number, got {values['issue']!r}"))
+            continue
+        if not values["annotator"]:
+            errors.append((index, "annotator is empty"))
+            continue
+        if not values["dimension"]:
+            errors.append((index, "dimension is empty"))
+            continue
+        unsure_word = values.get("unsure", "").lower()
+        if unsure_word not in TRUE_WORDS | FALSE_WORDS:
+            errors.append((index, f"unsure must be true or false, got {values['unsure']!r}"))
+            continue
+        rows.append(
+            AnnotationRow(
+                line=index,
+                owner=match.group(1),
+                name=match.group(2),
+                number=int(match.group(3)),
+                annotator=values["annotator"],
+                dimension=values["dimension"],
+                labels=tuple(
+                    dict.fromkeys(
+                        label.strip() for label in values["labels"].split(";") if label.strip()
+                    )
+                ),
+                unsure=unsure_word in TRUE_WORDS,
+                rationale=values.get("rationale", ""),
+            )
+        )
+    if errors:
+        raise AnnotationFileError(errors)
+    return rows

@@ -1,0 +1,60 @@
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from labeling.agreement_report import LabelTableFilter, report_rows, study_agreement_report
+from labeling.models import Study
+
+
+class Command(BaseCommand):
+    help = "Inter-annotator agreement of a study, per dimension (a table, or JSON)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--study", required=True)
+        parser.add_argument("--dimension", action="append", help="dimension key (repeatable)")
+        parser.add_argument("--round", dest="round_name", help="round name")
+        parser.add_argument("--repository", help="owner/name")
+        parser.add_argument("--level", type=int, help="roll categories up to this tree level")
+        parser.add_argument("--weights", choices=["linear", "quadratic"])
+        parser.add_argument("--bootstrap", type=int, default=0, help="resamples for 95%% CIs")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--json", action="store_true", help="the full report as JSON")
+
+    def handle(self, *args, **options) -> None:
+        study = Study.objects.filter(slug=options["study"]).first()
+        if study is None:
+            raise CommandError(f"No study {options['study']!r}.")
+        if options["bootstrap"] < 0:
+            raise CommandError("--bootstrap must be 0 or more.")
+        report = study_agreement_report(
+            study=study,
+            dimension_keys=options["dimension"],
+            filters=LabelTableFilter(
+                round_name=options["round_name"], repository=options["repository"]
+            ),
+            level=options["level"],
+            weights=options["weights"],
+            bootstrap=options["bootstrap"],
+            seed=options["seed"],
+        )
+        if options["dimension"]:
+            unknown = set(options["dimension"]) - report["dimensions"].keys()
+            if unknown:
+                raise CommandError(f"Unknown dimension: {', '.join(sorted(unknown))}")
+        if options["json"]:
+            self.stdout.write(json.dumps(report, indent=2))
+            return
+        self.stdout.write(
+            f"{'dimension':<22} {'items':>5} {'%agree':>7} {'kappa':>7} {'fleiss':>7} "
+            f"{'alpha':>7}  wording"
+        )
+        for row in report_rows(report):
+            self.stdout.write(
+                f"{row['dimension']:<22} {row['n_items']:>5} {_number(row['percent_agreement'])} "
+                f"{_number(row['cohen_kappa'])} {_number(row['fleiss_kappa'])} "
+                f"{_number(row['krippendorff_alpha'])}  {row['interpretation'] or '-'}"
+            )
+
+
+def _number(value: float | None) -> str:
+    return f"{value:>7.3f}" if value is not None else f"{'-':>7}"

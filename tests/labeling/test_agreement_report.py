@@ -1,0 +1,363 @@
+"""Agreement from the database: the CSV import, the label table, the report in its three
+interfaces (command, API, page), calibration rounds."""
+
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from rest_framework.test import APIClient
+
+from labeling.agreement import dimension_agreement
+from labeling.agreement_report import LabelTableFilter, study_agreement_report, study_label_table
+from labeling.models import Annotation, Assignment, Round, StudyItem
+from labeling.services.studies import study_create
+from taxonomy.services import codebook_load
+
+# Cohen's kappa worked example (Wikipedia, "Cohen's kappa"): 50 proposals read by two people,
+# A and B said yes to 20 together, no to 15 together; A yes / B no 5, A no / B yes 10: 0.4.
+YES_YES, NO_NO, YES_NO, NO_YES = 20, 15, 5, 10
+
+GRANT_CODEBOOK = {
+    "name": "grants",
+    "version": "1",
+    "dimensions": [
+        {
+            "key": "decision",
+            "name": "Decision",
+            "categories": [{"key": "yes", "name": "Yes"}, {"key": "no", "name": "No"}],
+        },
+        {
+            "key": "reason",
+            "name": "Reason",
+            "applies_when": {"decision": ["no"]},
+            "categories": [
+                {
+                    "key": "budget",
+                    "name": "Budget",
+                    "children": [{"key": "too_high", "name": "Too high"}],
+                },
+                {"key": "scope", "name": "Scope"},
+            ],
+        },
+        {
+            "key": "topics",
+            "name": "Topics",
+            "multi_label": True,
+            "categories": [{"key": "ml", "name": "ML"}, {"key": "se", "name": "SE"}],
+        },
+    ],
+}
+
+
+@pytest.fixture
+def grant_study(db, sample_issues, people):
+    version, _ = codebook_load(data=GRANT_CODEBOOK, publish=True)
+    return study_create(
+        slug="grants",
+        name="Grants",
+        codebook_version=version,
+        k=2,
+        managers=[people["manager"]],
+        adjudicators=[people["adjudicator"]],
+    )
+
+
+def write_csv(path, rows) -> str:
+    path.write_text(
+        "issue,annotator,dimension,labels\n" + "".join(",".join(row) + "\n" for row in rows)
+    )
+    return str(path)
+
+
+def cohen_rows(issues) -> list[tuple[str, str, str, str]]:
+    pairs = (
+        [("yes", "yes")] * YES_YES
+        + [("no", "no")] * NO_NO
+        + [("yes", "no")] * YES_NO
+        + [("no", "yes")] * NO_YES
+    )
+    rows = []
+    for issue, (a, b) in zip(issues, pairs, strict=False):
+        reference = f"{issue.repository.full_name}#{issue.number}"
+        rows += [(reference, "reader_a", "decision", a), (reference, "reader_b", "decision", b)]
+    return rows
+
+
+@pytest.fixture
+def fifty_issues(db, tmp_path):
+    """50 issues: the 45 sample issues and 5 more made from them."""
+    from labeling.issue_import import issue_file_lines
+    from labeling.models import Issue
+    from labeling.services.corpus import issues_import
+    from tests.conftest import SAMPLE_ISSUES_FILE
+
+    records = [json.loads(line) for line in SAMPLE_ISSUES_FILE.read_text().splitlines()]
+    extra = []
+    for offset, record in enumerate(records[:5], start=1):
+        copy = dict(record, number=900_000 + offset, comments_data=[])
+        extra.append(json.dumps(copy))
+    path = tmp_path / "extra.jsonl"
+    path.write_text("\n".join(extra))
+    with path.open("rb") as stream:
+        issues_import(objects=issue_file_lines(stream))
+    return list(Issue.objects.select_related("repository").order_by("id"))[:50]
+
+
+def test_textbook_cohen_kappa_through_import_and_agreement_json(
+    grant_study, fifty_issues, tmp_path, capsys
+):
+    path = write_csv(tmp_path / "grants.csv", cohen_rows(fifty_issues))
+    call_command("import_annotations", "--study", "grants", path, "--create-users")
+    capsys.readouterr()
+    call_command("agreement", "--study", "grants", "--dimension", "decision", "--json")
+    report = json.loads(capsys.readouterr().out)
+    decision = report["dimensions"]["decision"]
+    assert decision["n_items"] == 50 and decision["n_annotators"] == 2
+    assert decision["cohen_kappa"]["mean"] == pytest.approx(0.4)
+    assert decision["percent_agreement"] == pytest.approx(0.7)
+    assert decision["cohen_kappa"]["pairs"][0]["n"] == 50
+
+
+def test_created_annotators_are_inactive_and_items_added_unassigned_to_others(
+    grant_study, fifty_issues, tmp_path, people
+):
+    path = write_csv(tmp_path / "grants.csv", cohen_rows(fifty_issues)[:4])
+    call_command("import_annotations", "--study", "grants", path, "--create-users")
+    from django.contrib.auth import get_user_model
+
+    reader = get_user_model().objects.get(username="reader_a")
+    assert not reader.is_active and not reader.has_usable_password()
+    assert StudyItem.objects.filter(study=grant_study).count() == 2
+    assert set(
+        Assignment.objects.filter(item__study=grant_study).values_list(
+            "annotator__username", flat=True
+        )
+    ) == {"reader_a", "reader_b"}
+    assert all(a.status == "submitted" for a in Assignment.objects.filter(item__study=grant_study))
+
+
+def test_any_bad_line_imports_nothing_and_lists_line_numbers(grant_study, fifty_issues, tmp_path):
+    good = cohen_rows(fifty_issues)[:2]
+    reference = good[0][0]
+    rows = [
+        *good,
+        ("nobody/nothing#1", "reader_a", "decision", "yes"),  # line 4: unknown issue
+        (reference, "stranger", "decision", "yes"),  # line 5: unknown annotator
+        (reference, "reader_a", "mood", "yes"),  # line 6: unknown dimension
+        (reference, "reader_a", "topics", "ml;quantum"),  # line 7: unknown category
+        (reference, "reader_a", "decision", "yes;no"),  # line 8: single-label
+        (reference, "reader_a", "decision", "no"),  # line 9: same as line 2
+        ("not a reference", "reader_a", "decision", "no"),  # line 10: malformed
+    ]
+    path = write_csv(tmp_path / "bad.csv", rows)
+    from django.contrib.auth import get_user_model
+
+    for name in ("reader_a", "reader_b"):
+        get_user_model().objects.create_user(name)
+    with pytest.raises(CommandError) as error:
+        call_command("import_annotations", "--study", "grants", path)
+    message = str(error.value)
+    assert "bad.csv:10: issue must be owner/name#number" in message
+    assert not Annotation.objects.exists()
+
+    rows.pop()  # without the malformed line, the checks against the database run
+    path = write_csv(tmp_path / "bad.csv", rows)
+    with pytest.raises(CommandError) as error:
+        call_command("import_annotations", "--study", "grants", path)
+    message = str(error.value)
+    for expected in (
+        ":4: unknown issue nobody/nothing#1",
+        ":5: unknown annotator 'stranger'",
+        ":6: unknown dimension 'mood'",
+        ":7: unknown category quantum of topics",
+        ":8: decision takes one category",
+        ":9: same issue, annotator and dimension as line 2",
+    ):
+        assert expected in message
+    assert not Annotation.objects.exists()
+    assert not StudyItem.objects.filter(study=grant_study).exists()
+
+
+def test_missing_columns_is_an_error(grant_study, tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("issue,who,labels\nx/y#1,a,b\n")
+    with pytest.raises(CommandError, match="missing columns: annotator, dimension"):
+        call_command("import_annotations", "--study", "grants", str(path))
+
+
+def imported(study, rows, tmp_path) -> None:
+    call_command(
+        "import_annotations",
+        "--study",
+        study.slug,
+        write_csv(tmp_path / "rows.csv", rows),
+        "--create-users",
+    )
+
+
+def test_report_matches_the_pure_module_on_the_same_table(grant_study, fifty_issues, tmp_path):
+    rows = cohen_rows(fifty_issues)
+    for reference, annotator, _, decision in rows[:20]:
+        rows.append((reference, annotator, "topics", "ml;se" if decision == "yes" else "ml"))
+    imported(grant_study, rows, tmp_path)
+    table = study_label_table(study=grant_study)["topics"]
+    expected = dimension_agreement(
+        table.item_ids,
+        table.annotators,
+        table.label_sets,
+        categories=["ml", "se"],
+        multi_label=True,
+    )
+    report = study_agreement_report(study=grant_study)["dimensions"]["topics"]
+    assert {k: report[k] for k in expected} == expected
+    assert report["n_items"] == 10
+
+
+def test_condition_keeps_only_ratings_where_the_dimension_applies(
+    grant_study, fifty_issues, tmp_path
+):
+    a, b = (f"{i.repository.full_name}#{i.number}" for i in fifty_issues[:2])
+    imported(
+        grant_study,
+        [
+            (a, "reader_a", "decision", "no"),
+            (a, "reader_a", "reason", "scope"),
+            (a, "reader_b", "decision", "yes"),
+            (a, "reader_b", "reason", "budget"),
+            (b, "reader_a", "decision", "no"),
+            (b, "reader_a", "reason", "too_high"),
+            (b, "reader_b", "decision", "no"),
+            (b, "reader_b", "reason", "budget"),
+        ],
+        tmp_path,
+    )
+    table = study_label_table(study=grant_study)["reason"]
+    # reader_b said "yes" on a, so reason does not apply to that rating.
+    assert sorted(zip(table.annotators, map(sorted, table.label_sets), strict=True)) == [
+        ("reader_a", ["scope"]),
+        ("reader_a", ["too_high"]),
+        ("reader_b", ["budget"]),
+    ]
+    leaves = study_agreement_report(study=grant_study)["dimensions"]["reason"]
+    rolled = study_agreement_report(study=grant_study, level=0)["dimensions"]["reason"]
+    assert leaves["percent_agreement"] == 0.0
+    assert rolled["percent_agreement"] == 1.0  # too_high rolls up to budget
+    assert set(rolled["per_category"]) == {"budget", "scope"}
+
+
+def test_label_table_takes_a_few_queries(
+    grant_study, fifty_issues, tmp_path, django_assert_max_num_queries
+):
+    imported(grant_study, cohen_rows(fifty_issues), tmp_path)
+    with django_assert_max_num_queries(4):
+        study_label_table(study=grant_study)
+
+
+def test_round_filter_and_calibration_target(grant_study, fifty_issues, tmp_path):
+    from labeling.agreement_report import study_round_statuses
+
+    imported(grant_study, cohen_rows(fifty_issues), tmp_path)
+    main = grant_study.rounds.get()
+    pilot = Round.objects.create(
+        study=grant_study, name="Pilot", position=1, kind="pilot", target_kappa=0.8
+    )
+    pilot_items = StudyItem.objects.filter(study=grant_study).order_by("id")[:20]
+    StudyItem.objects.filter(id__in=[i.id for i in pilot_items]).update(round=pilot)
+    by_round = study_agreement_report(
+        study=grant_study, filters=LabelTableFilter(round_name="Pilot")
+    )
+    assert by_round["dimensions"]["decision"]["n_items"] == 20
+    statuses = {s.round.name: s for s in study_round_statuses(study=grant_study)}
+    assert statuses[main.name].passed is None  # no target
+    assert statuses["Pilot"].passed is False
+    # Every required dimension counts; one with no ratings in the round has not passed either.
+    assert statuses["Pilot"].failing == ["Decision", "Reason", "Topics"]
+    Round.objects.filter(pk=pilot.pk).update(target_kappa=-1.0)
+    statuses = {s.round.name: s for s in study_round_statuses(study=grant_study)}
+    assert statuses["Pilot"].failing == ["Reason", "Topics"]
+
+
+@pytest.fixture
+def filled_grant_study(grant_study, fifty_issues, tmp_path):
+    imported(grant_study, cohen_rows(fifty_issues), tmp_path)
+    return grant_study
+
+
+@pytest.mark.parametrize(
+    ("who", "status"),
+    [("manager", 200), ("adjudicator", 200), ("annotator1", 404), ("outsider", 404)],
+)
+def test_api_agreement_permissions(filled_grant_study, people, who, status):
+    client = APIClient()
+    client.force_authenticate(people[who])
+    response = client.get("/api/studies/grants/agreement/")
+    assert response.status_code == status
+    if status == 200:
+        assert response.json()["dimensions"]["decision"]["cohen_kappa"]["mean"] == pytest.approx(
+            0.4
+        )
+    else:
+        assert response.json()["error"]["code"] == "not_found"
+
+
+def test_api_annotator_member_is_forbidden(filled_grant_study, people):
+    from labeling.services.studies import study_member_add
+
+    study_member_add(study=filled_grant_study, user=people["annotator1"], role="annotator")
+    client = APIClient()
+    client.force_authenticate(people["annotator1"])
+    response = client.get("/api/studies/grants/agreement/")
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "permission_denied"
+
+
+def test_api_agreement_with_intervals_and_bad_parameters(filled_grant_study, people):
+    client = APIClient()
+    client.force_authenticate(people["manager"])
+    response = client.get("/api/studies/grants/agreement/?dimension=decision&bootstrap=200&seed=3")
+    kappa = response.json()["dimensions"]["decision"]["cohen_kappa"]
+    low, high = kappa["ci95"]
+    assert low <= kappa["mean"] <= high
+    assert list(response.json()["dimensions"]) == ["decision"]
+    again = client.get("/api/studies/grants/agreement/?dimension=decision&bootstrap=200&seed=3")
+    assert again.json() == response.json()
+    bad = client.get("/api/studies/grants/agreement/?bootstrap=-5&weights=cubic")
+    assert bad.status_code == 400
+    assert set(bad.json()["error"]["details"]) == {"bootstrap", "weights"}
+
+
+def test_agreement_page_and_downloads(filled_grant_study, people, client):
+    client.force_login(people["manager"])
+    page = client.get("/studies/grants/agreement/?dimension=decision")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "0.400" in html and "fair" in html
+    assert "<svg" in html and "Confusion matrix of reader_a and reader_b" in html
+    csv_download = client.get("/studies/grants/agreement/?download=csv")
+    assert csv_download["Content-Disposition"].endswith('grants-agreement.csv"')
+    assert "decision,Decision,50,2,0.7,0.4" in csv_download.content.decode()
+    assert (
+        "| Decision | 50 | 2 | 0.700 | 0.400 |"
+        in client.get("/studies/grants/agreement/?download=md").content.decode()
+    )
+    latex = client.get("/studies/grants/agreement/?download=tex").content.decode()
+    assert "\\toprule" in latex and "Decision & 50 & 2 & 0.70 & 0.40" in latex
+
+
+def test_agreement_page_is_for_managers_and_adjudicators(filled_grant_study, people, client):
+    from labeling.services.studies import study_member_add
+
+    study_member_add(study=filled_grant_study, user=people["annotator1"], role="annotator")
+    client.force_login(people["annotator1"])
+    assert client.get("/studies/grants/agreement/").status_code == 403
+    client.force_login(people["outsider"])
+    assert client.get("/studies/grants/agreement/").status_code == 404
+
+
+def test_study_page_tells_whether_the_round_passed(filled_grant_study, people, client):
+    Round.objects.filter(study=filled_grant_study).update(target_kappa=0.8)
+    client.force_login(people["manager"])
+    html = client.get("/studies/grants/").content.decode()
+    assert "not passed on: Decision, Reason, Topics" in html
+    assert "/studies/grants/agreement/" in html
