@@ -17,7 +17,7 @@ from labeling.models import (
     Study,
     StudyItem,
 )
-from labeling.services.studies import study_member_add
+from labeling.services.studies import round_save, study_member_add
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -52,6 +52,9 @@ class MembershipInline(admin.TabularInline):
 class RoundInline(admin.TabularInline):
     model = Round
     extra = 0
+    fields = ["name", "kind", "target_kappa", "position"]
+    can_delete = False
+    readonly_fields = ["position"]
 
 
 @admin.register(Study)
@@ -75,10 +78,21 @@ class StudyAdmin(admin.ModelAdmin):
         )
 
     def save_formset(self, request, form, formset, change) -> None:
-        if formset.model is not Membership:
-            super().save_formset(request, form, formset, change)
-            return
         formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+        if formset.model is Round:
+            for round_form in formset.forms:
+                data = round_form.cleaned_data
+                if not data or data.get("DELETE") or not round_form.has_changed():
+                    continue  # rounds hold items; they are not deleted here
+                saved = round_save(
+                    study=form.instance,
+                    name=data["name"],
+                    kind=data["kind"],
+                    target_kappa=data.get("target_kappa"),
+                    round=round_form.instance if round_form.instance.pk else None,
+                )
+                formset.changed_objects.append((saved, round_form.changed_data))
+            return
         for membership_form in formset.forms:
             data = membership_form.cleaned_data
             if not data:

@@ -62,6 +62,34 @@ def study_create(
     return study
 
 
+def round_save(
+    *,
+    study: Study,
+    name: str,
+    kind: str = Round.Kind.MAIN,
+    target_kappa: float | None = None,
+    round: Round | None = None,
+) -> Round:
+    """Create a round after the study's last one (new items go to the last round), or change
+    one. A target is a kappa in [-1, 1] that every required dimension must reach."""
+    if target_kappa is not None and not -1.0 <= target_kappa <= 1.0:
+        raise ApplicationError("A target kappa lies between -1 and 1.")
+    if not name.strip():
+        raise ApplicationError("A round needs a name.")
+    if round is None:
+        last = study.rounds.order_by("-position").first()
+        return Round.objects.create(
+            study=study,
+            name=name.strip(),
+            kind=kind,
+            target_kappa=target_kappa,
+            position=last.position + 1 if last else 0,
+        )
+    round.name, round.kind, round.target_kappa = name.strip(), kind, target_kappa
+    round.save(update_fields=["name", "kind", "target_kappa"])
+    return round
+
+
 def study_member_add(*, study: Study, user: AbstractBaseUser, role: str) -> Membership:
     membership, _ = Membership.objects.get_or_create(study=study, user=user, role=role)
     return membership

@@ -166,3 +166,14 @@ def test_an_included_item_needs_its_required_dimensions(study, people):
             answers={"screening": DimensionAnswer(category_keys=["include"])},
             submit=True,
         )
+
+
+def test_rounds_are_appended_and_targets_bounded(study):
+    from labeling.services.studies import round_save
+
+    pilot = round_save(study=study, name="Pilot 2", kind="pilot", target_kappa=0.8)
+    assert pilot.position == 1
+    with pytest.raises(ApplicationError, match="between -1 and 1"):
+        round_save(study=study, name="Bad", target_kappa=1.5)
+    changed = round_save(study=study, name="Pilot two", kind="pilot", target_kappa=0.7, round=pilot)
+    assert (changed.name, changed.target_kappa) == ("Pilot two", 0.7)
