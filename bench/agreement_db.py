@@ -1,0 +1,169 @@
+"""The agreement report from the database: a study of 10k items x 3 annotators x 9 dimensions
+(the starter codebook: single- and multi-label) stored in SQLite and PostgreSQL, then the label
+table query and the full report, without and with bootstrap intervals (B = 1000).
+
+    python bench/agreement_db.py [--items 10000] [--postgres URL]
+
+`bench/agreement.py` times the arithmetic alone on arrays; this adds the database.
+"""
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/issuecoder_bench"
+
+
+def child(database_url: str, n_items: int) -> None:
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    call_command("migrate", verbosity=0)
+    from labeling.agreement_report import study_agreement_report, study_label_table
+    from labeling.models import Annotation, Assignment, Issue, Repository, StudyItem
+    from labeling.services.studies import study_create
+    from taxonomy.codebook_file import codebook_file_read
+    from taxonomy.models import Category, Dimension
+    from taxonomy.services import codebook_load
+
+    started = time.perf_counter()
+    version, _ = codebook_load(
+        data=codebook_file_read((ROOT / "taxonomy/data/llm-training-issues.json").read_bytes()),
+        publish=True,
+    )
+    users = [get_user_model().objects.create_user(f"annotator{i}") for i in range(3)]
+    study = study_create(slug="bench", name="bench", codebook_version=version, k=3)
+    repository = Repository.objects.create(owner="bench", name="repo")
+    now = timezone.now()
+    Issue.objects.bulk_create(
+        [
+            Issue(
+                repository=repository, number=n, title=f"issue {n}", created_at=now, updated_at=now
+            )
+            for n in range(1, n_items + 1)
+        ],
+        batch_size=2000,
+    )
+    round_ = study.rounds.get()
+    StudyItem.objects.bulk_create(
+        [
+            StudyItem(study=study, issue_id=i, round=round_)
+            for i in Issue.objects.values_list("id", flat=True)
+        ],
+        batch_size=2000,
+    )
+    Assignment.objects.bulk_create(
+        [
+            Assignment(item_id=item_id, annotator=user, status="submitted", submitted_at=now)
+            for item_id in StudyItem.objects.values_list("id", flat=True)
+            for user in users
+        ],
+        batch_size=5000,
+    )
+    dimensions = list(Dimension.objects.filter(version=version).order_by("position"))
+    categories = {
+        d.id: list(Category.objects.filter(dimension=d).values_list("id", flat=True))
+        for d in dimensions
+    }
+    Annotation.objects.bulk_create(
+        [
+            Annotation(assignment_id=assignment_id, dimension=dimension)
+            for assignment_id in Assignment.objects.values_list("id", flat=True)
+            for dimension in dimensions
+        ],
+        batch_size=5000,
+    )
+    rng = random.Random(11)
+    through = Annotation.categories.through
+    truth: dict[tuple[int, int], int] = {}
+    links = []
+    for annotation_id, item_id, dimension_id in Annotation.objects.values_list(
+        "id", "assignment__item_id", "dimension_id"
+    ):
+        options = categories[dimension_id]
+        true_label = truth.setdefault((item_id, dimension_id), rng.choice(options))
+        label = true_label if rng.random() < 0.75 else rng.choice(options)
+        links.append(through(annotation_id=annotation_id, category_id=label))
+        if next(d for d in dimensions if d.id == dimension_id).multi_label and rng.random() < 0.4:
+            extra = rng.choice(options)
+            if extra != label:
+                links.append(through(annotation_id=annotation_id, category_id=extra))
+    through.objects.bulk_create(links, batch_size=5000)
+    setup_seconds = time.perf_counter() - started
+
+    timings = {}
+    for label, function in (
+        ("label table", lambda: study_label_table(study=study)),
+        ("report", lambda: study_agreement_report(study=study)),
+        ("report, B=1000", lambda: study_agreement_report(study=study, bootstrap=1000)),
+    ):
+        best = float("inf")
+        for _ in range(3 if "B=" not in label else 1):
+            started = time.perf_counter()
+            function()
+            best = min(best, time.perf_counter() - started)
+        timings[label] = best
+    print(
+        json.dumps(
+            {"setup_seconds": setup_seconds, "annotations": Annotation.objects.count(), **timings}
+        )
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument(
+        "--postgres", default=os.environ.get("BENCH_POSTGRES_URL", DEFAULT_POSTGRES)
+    )
+    parser.add_argument("--child", nargs=2, metavar=("DATABASE_URL", "ITEMS"))
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], int(args.child[1]))
+        return
+    sys.path.insert(0, str(ROOT / "bench"))
+    from import_issues import fresh_postgres
+
+    print(f"study: {args.items} items x 3 annotators x 9 dimensions (starter codebook)")
+    print(
+        f"{'database':<11} {'annotations':>11} {'label table s':>13} {'report s':>9} "
+        f"{'report B=1000 s':>16}"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        for label, url in (
+            ("SQLite", f"sqlite:///{folder}/agreement.sqlite3"),
+            ("PostgreSQL", args.postgres),
+        ):
+            if label == "PostgreSQL" and not fresh_postgres(url):
+                continue
+            output = subprocess.run(
+                [sys.executable, __file__, "--child", url, str(args.items)],
+                check=True,
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+            ).stdout
+            result = json.loads(output.strip().splitlines()[-1])
+            print(
+                f"{label:<11} {result['annotations']:>11} {result['label table']:>13.2f} "
+                f"{result['report']:>9.2f} {result['report, B=1000']:>16.2f}"
+            )
+    print("report = label table from the database plus the arithmetic of every dimension")
+
+
+if __name__ == "__main__":
+    main()
