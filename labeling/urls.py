@@ -8,5 +8,10 @@ urlpatterns = [
     path("studies/<slug:slug>/queue/", views.queue, name="queue"),
     path("studies/<slug:slug>/next/", views.next_item, name="next_item"),
     path("studies/<slug:slug>/items/<int:item_id>/", views.label_item, name="label_item"),
+    path(
+        "studies/<slug:slug>/items/<int:item_id>/draft/",
+        views.label_item_autosave,
+        name="label_item_autosave",
+    ),
     path("studies/<slug:slug>/agreement/", views.agreement, name="agreement"),
 ]

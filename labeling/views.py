@@ -1,11 +1,13 @@
 """Web pages. Each view checks who may see what, calls one selector or service, renders."""
 
+import json
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_POST
 
 from common.exceptions import ApplicationError, ConflictError
 from labeling.agreement_report import (
@@ -35,6 +37,7 @@ from labeling.selectors import (
 )
 from labeling.services.annotations import assignment_save, assignment_skip
 from labeling.services.studies import item_next_for_annotator
+from taxonomy.selectors import dimensions_with_categories
 
 
 @login_required
@@ -95,6 +98,14 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     status = 200
     if request.method == "POST":
         action = request.POST.get("action", "draft")
+        answers = answers_from_form(request.POST, page.dimensions)
+        saving = {
+            "assignment": assignment,
+            "user": request.user,
+            "answers": answers,
+            "expected_version": int_or_none(request.POST.get("version")),
+            "seconds_spent": int_or_none(request.POST.get("seconds_spent")),
+        }
         try:
             if action == "skip":
                 assignment_skip(
@@ -104,30 +115,66 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
                 )
                 messages.info(request, "Skipped.")
                 return redirect("next_item", slug=study.slug)
-            assignment_save(
-                assignment=assignment,
-                user=request.user,
-                answers=answers_from_form(request.POST, page.dimensions),
-                submit=action == "submit",
-                expected_version=int_or_none(request.POST.get("version")),
-                seconds_spent=int_or_none(request.POST.get("seconds_spent")),
-            )
+            if action == "submit":
+                try:
+                    assignment_save(**saving, submit=True)
+                except ApplicationError as error:
+                    if isinstance(error, ConflictError):
+                        raise
+                    # Keep what was chosen as a draft, so that fixing the form loses nothing.
+                    assignment_save(**saving, submit=False)
+                    raise
+                messages.success(request, f"Submitted {page.issue}.")
+                return redirect("next_item", slug=study.slug)
+            assignment_save(**saving, submit=False)
+            messages.success(request, "Draft saved.")
+            return redirect("label_item", slug=study.slug, item_id=item_id)
         except ApplicationError as error:
             messages.error(request, error.message)
             status = 409 if isinstance(error, ConflictError) else 400
-        else:
-            if action == "submit":
-                messages.success(request, f"Submitted {page.issue}.")
-                return redirect("next_item", slug=study.slug)
-            messages.success(request, "Draft saved.")
-            return redirect("label_item", slug=study.slug, item_id=item_id)
         assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
         page = labeling_page(assignment=assignment)
     return render(
         request,
         "labeling/label_item.html",
-        {"study": study, "page": page, "dimension_rows": _dimension_rows(page)},
+        {
+            "study": study,
+            "page": page,
+            "dimension_rows": _dimension_rows(page),
+            "facets": page.issue.facets or {},
+        },
         status=status,
+    )
+
+
+@login_required
+@require_POST
+def label_item_autosave(request: HttpRequest, slug: str, item_id: int) -> JsonResponse:
+    """The labeling page's background draft save: JSON in the API's error shape."""
+    study, _ = study_get_for_user(slug=slug, user=request.user)
+    assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
+    dimensions = dimensions_with_categories(version_id=study.codebook_version_id)
+    try:
+        assignment = assignment_save(
+            assignment=assignment,
+            user=request.user,
+            answers=answers_from_form(request.POST, dimensions),
+            submit=False,
+            expected_version=int_or_none(request.POST.get("version")),
+            seconds_spent=int_or_none(request.POST.get("seconds_spent")),
+        )
+    except ApplicationError as error:
+        code = "conflict" if isinstance(error, ConflictError) else "invalid"
+        return JsonResponse(
+            {"error": {"code": code, "message": error.message, "details": error.extra}},
+            status=409 if isinstance(error, ConflictError) else 400,
+        )
+    return JsonResponse(
+        {
+            "version": assignment.version,
+            "status": assignment.status,
+            "seconds_spent": assignment.seconds_spent,
+        }
     )
 
 
@@ -148,7 +195,14 @@ def _dimension_rows(page) -> list[dict]:
                     "checked": category.id in chosen,
                 }
             )
-        rows.append({"dimension": dimension, "annotation": annotation, "categories": categories})
+        rows.append(
+            {
+                "dimension": dimension,
+                "annotation": annotation,
+                "categories": categories,
+                "applies_when_json": json.dumps(dimension.applies_when),
+            }
+        )
     return rows
 
 

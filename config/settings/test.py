@@ -1,6 +1,10 @@
 """Settings for the test suite: the same database and broker as given by the environment
 (SQLite and inline tasks when unset), fast password hashing."""
 
+import os
+import tempfile
+from pathlib import Path
+
 from .base import *  # noqa: F403
 from .base import REDIS_URL, env
 
@@ -18,3 +22,11 @@ REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_THROTTLE_CLASSES": []}  # noqa: F40
 # Static files straight from the apps; `collectstatic` is a production step.
 STATIC_ROOT = None
 WHITENOISE_USE_FINDERS = True
+
+# SQLite tests use a file, not memory: the browser tests' live server answers from other
+# threads, each with its own connection, which an in-memory database cannot share safely.
+# One file per test process, so that two runs in one checkout never share it.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": str(Path(tempfile.gettempdir()) / f"issuecoder-test-{os.getpid()}.sqlite3")
+    }

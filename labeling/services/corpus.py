@@ -1,6 +1,7 @@
 """Writes to the corpus: issues, comments and linked fixes, from import files or from GitHub."""
 
 import logging
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -8,6 +9,7 @@ from typing import Any
 from django.db import connection, models, transaction
 from django.utils import timezone
 
+from labeling.facets import issue_facets
 from labeling.issue_import import (
     IssueRecord,
     RecordError,
@@ -300,25 +302,36 @@ def issue_items_flag_changed(*, issue_ids: list[int]) -> int:
 
 
 def issue_texts_render(*, issue_ids: list[int] | None) -> int:
-    """Render and sanitise the Markdown of issues and comments not rendered yet.
+    """Render and sanitise the Markdown of issues and comments not rendered yet, and extract the
+    issues' facets (exceptions, features, versions, GPUs) from their whole thread.
 
-    Storing and rendering are separate steps so that a bulk import stays fast; each text is rendered
-    once, after it is stored, never on a page view. Returns the number of texts rendered.
+    Storing and rendering are separate steps so that a bulk import stays fast; each text is
+    rendered once, after it is stored, never on a page view. An issue is pending while its
+    `body_html` is empty (storing an issue or its thread empties it); a rendered empty body is
+    "<p></p>". Returns the number of texts rendered.
     """
     rendered = 0
-    issues = Issue.objects.filter(body_html="").exclude(body="")
     comments = IssueComment.objects.filter(body_html="").exclude(body="")
+    issues = Issue.objects.filter(body_html="")
     if issue_ids is not None:
         issues = issues.filter(id__in=issue_ids)
         comments = comments.filter(issue_id__in=issue_ids)
-    for model, queryset in ((Issue, issues), (IssueComment, comments)):
-        while True:
-            chunk = list(queryset.only("id", "body")[:BATCH_SIZE])
-            if not chunk:
-                break
-            for row in chunk:
-                row.body_html = render_markdown(row.body) or "<p></p>"
-            with transaction.atomic():
-                model.objects.bulk_update(chunk, ["body_html"], batch_size=BATCH_SIZE)
-            rendered += len(chunk)
+    while chunk := list(comments.only("id", "body")[:BATCH_SIZE]):
+        for comment in chunk:
+            comment.body_html = render_markdown(comment.body) or "<p></p>"
+        with transaction.atomic():
+            IssueComment.objects.bulk_update(chunk, ["body_html"], batch_size=BATCH_SIZE)
+        rendered += len(chunk)
+    while chunk := list(issues.only("id", "title", "body")[:BATCH_SIZE]):
+        threads: dict[int, list[str]] = defaultdict(list)
+        for issue_id, body in IssueComment.objects.filter(
+            issue_id__in=[issue.id for issue in chunk]
+        ).values_list("issue_id", "body"):
+            threads[issue_id].append(body)
+        for issue in chunk:
+            issue.body_html = render_markdown(issue.body) or "<p></p>"
+            issue.facets = issue_facets(issue.title, issue.body, threads[issue.id])
+        with transaction.atomic():
+            Issue.objects.bulk_update(chunk, ["body_html", "facets"], batch_size=BATCH_SIZE)
+        rendered += len(chunk)
     return rendered

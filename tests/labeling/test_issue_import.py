@@ -40,6 +40,9 @@ def test_sample_imports_every_issue_comment_and_fix(db, capsys):
     issue = Issue.objects.get(repository__owner="microsoft", number=7061)
     assert issue.body_html and "<script" not in issue.body_html
     assert issue.raw["html_url"].endswith("/7061")
+    # Facets are extracted once, with the rendering, from the whole thread.
+    assert "AttributeError" in issue.facets["exceptions"]
+    assert {"name": "deepspeed", "version": "0.16.4"} in issue.facets["versions"]
 
 
 def test_import_twice_changes_nothing(db, capsys):

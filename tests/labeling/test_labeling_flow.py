@@ -86,7 +86,7 @@ def test_draft_is_kept_and_reloaded(annotator_client, people):
     )
     assert response.status_code == 302
     html = label_form(annotator_client, item_url)["html"]
-    assert re.search(r'value="crash"\s+checked', html)
+    assert re.search(r'value="crash"[^>]*checked', html)
     assert Assignment.objects.get(annotator=people["annotator1"], status="draft")
     # The next item is the draft until it is finished.
     assert annotator_client.get("/studies/demo/next/").url == item_url
@@ -148,3 +148,14 @@ def test_labeling_page_queries_do_not_grow_with_comments(
     item_url = annotator_client.get("/studies/demo/next/").url
     with django_assert_max_num_queries(20):
         annotator_client.get(item_url)
+
+
+def test_labeling_page_shows_facets_fixes_and_definitions(annotator_client, study, people):
+    from labeling.models import Assignment
+
+    # Two annotators and k = 2: annotator1 has every item.
+    assignment = Assignment.objects.get(annotator=people["annotator1"], item__issue__number=7061)
+    html = annotator_client.get(f"/studies/demo/items/{assignment.item_id}/").content.decode()
+    assert "Facts found in the text" in html and "AttributeError" in html
+    assert 'role="tooltip"' in html  # every category carries its definition
+    assert "Keyboard shortcuts" in html

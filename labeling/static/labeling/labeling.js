@@ -1,0 +1,317 @@
+// The labeling page: keyboard shortcuts, category filter, evidence quotes, draft autosave
+// with a retry queue, and time spent. Plain script, no build step; the page works without it.
+(function () {
+  "use strict";
+
+  const form = document.getElementById("label-form");
+  if (!form) return;
+
+  const dimensions = Array.from(form.querySelectorAll("fieldset.dimension"));
+  const filter = document.getElementById("category-filter");
+  const saveState = document.getElementById("save-state");
+  const versionInput = form.elements.namedItem("version");
+  const secondsInput = form.elements.namedItem("seconds_spent");
+  const dialog = document.getElementById("shortcuts");
+  const storageKey = "issuecoder:draft:" + form.dataset.assignment;
+  let current = 0;
+
+  // ---- time spent: counts while the tab is visible, from page open to submit ----
+  const secondsAtOpen = parseInt(secondsInput.value || "0", 10);
+  let visibleSince = document.visibilityState === "visible" ? Date.now() : null;
+  let visibleMillis = 0;
+  function secondsSpent() {
+    const running = visibleSince === null ? 0 : Date.now() - visibleSince;
+    return secondsAtOpen + Math.round((visibleMillis + running) / 1000);
+  }
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") {
+      visibleSince = Date.now();
+    } else if (visibleSince !== null) {
+      visibleMillis += Date.now() - visibleSince;
+      visibleSince = null;
+      if (pending) save(); // leaving the tab is a good moment to send what is waiting
+    }
+  });
+
+  // ---- current dimension ----
+  function focusDimension(index) {
+    current = Math.max(0, Math.min(dimensions.length - 1, index));
+    const fieldset = dimensions[current];
+    const target =
+      fieldset.querySelector("li.category:not([hidden]) input:checked") ||
+      fieldset.querySelector("li.category:not([hidden]) input");
+    (target || fieldset).focus();
+    fieldset.scrollIntoView({ block: "nearest" });
+    markCurrent();
+  }
+  function markCurrent() {
+    dimensions.forEach(function (fieldset, index) {
+      fieldset.classList.toggle("current", index === current);
+    });
+    numberVisibleCategories();
+  }
+  form.addEventListener("focusin", function (event) {
+    const fieldset = event.target.closest("fieldset.dimension");
+    if (fieldset) {
+      current = dimensions.indexOf(fieldset);
+      markCurrent();
+    }
+  });
+
+  // Number keys pick the n-th visible category of the current dimension.
+  function visibleInputs(fieldset) {
+    return Array.from(fieldset.querySelectorAll("li.category:not([hidden]) input"));
+  }
+  function numberVisibleCategories() {
+    dimensions.forEach(function (fieldset, index) {
+      fieldset.querySelectorAll("kbd.number").forEach(function (kbd) { kbd.textContent = ""; });
+      if (index !== current) return;
+      visibleInputs(fieldset).slice(0, 9).forEach(function (input, position) {
+        const kbd = input.parentElement.querySelector("kbd.number");
+        if (kbd) kbd.textContent = String(position + 1);
+      });
+    });
+  }
+  function pick(number) {
+    const input = visibleInputs(dimensions[current])[number - 1];
+    if (!input) return;
+    if (input.type === "checkbox") {
+      input.checked = !input.checked;
+    } else {
+      input.checked = true;
+    }
+    input.focus();
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+
+  // ---- dimensions that apply only after another answer (screening) ----
+  function chosenKeys(key) {
+    return Array.from(form.querySelectorAll('input[name="dim-' + key + '"]:checked')).map(
+      function (input) { return input.value; }
+    );
+  }
+  function updateApplicability() {
+    dimensions.forEach(function (fieldset) {
+      if (!fieldset.dataset.appliesWhen) return;
+      const condition = JSON.parse(fieldset.dataset.appliesWhen);
+      const applies = Object.keys(condition).every(function (key) {
+        const chosen = chosenKeys(key);
+        return chosen.length === 0 || chosen.some(function (value) {
+          return condition[key].indexOf(value) !== -1;
+        });
+      });
+      fieldset.classList.toggle("not-applicable", !applies);
+    });
+  }
+
+  // ---- category filter ----
+  function applyFilter() {
+    const words = filter.value.toLowerCase().trim().split(/\s+/).filter(Boolean);
+    form.querySelectorAll("li.category").forEach(function (item) {
+      const text = item.dataset.search || "";
+      item.hidden = words.length > 0 && !words.every(function (word) { return text.indexOf(word) !== -1; });
+    });
+    numberVisibleCategories();
+  }
+  filter.addEventListener("input", applyFilter);
+
+  // ---- evidence quotes ----
+  function quoteInto(textareaName) {
+    const selection = window.getSelection();
+    const issue = document.getElementById("issue");
+    if (!selection || selection.isCollapsed || !issue.contains(selection.anchorNode)) {
+      saveState.textContent = "Select some text of the issue first, then quote it.";
+      return;
+    }
+    const textarea = form.elements.namedItem(textareaName);
+    const quote = selection.toString().trim();
+    textarea.value = (textarea.value ? textarea.value + "\n" : "") + "> " + quote.replace(/\n/g, "\n> ");
+    textarea.closest("details").open = true;
+    textarea.dispatchEvent(new Event("input", { bubbles: true }));
+    saveState.textContent = "Quoted into the evidence.";
+  }
+  form.querySelectorAll(".quote-button").forEach(function (button) {
+    button.addEventListener("mousedown", function (event) { event.preventDefault(); });
+    button.addEventListener("click", function () { quoteInto(button.dataset.target); });
+  });
+
+  // ---- autosave with a queue that survives a lost connection and a reload ----
+  let timer = null;
+  let saving = false;
+  let pending = false;
+  let retryDelay = 1000;
+  let conflict = false;
+
+  function snapshot() {
+    secondsInput.value = String(secondsSpent());
+    const data = new FormData(form);
+    data.set("action", "draft");
+    return data;
+  }
+  function remember(data) {
+    const entries = [];
+    data.forEach(function (value, key) { entries.push([key, value]); });
+    try { localStorage.setItem(storageKey, JSON.stringify(entries)); } catch (error) { /* full */ }
+  }
+  function forget() {
+    try { localStorage.removeItem(storageKey); } catch (error) { /* unavailable */ }
+  }
+  function saveSoon(delay) {
+    if (conflict) return;
+    pending = true;
+    remember(snapshot());
+    clearTimeout(timer);
+    timer = setTimeout(save, delay === undefined ? 800 : delay);
+  }
+  function save() {
+    if (saving || !pending || conflict) return;
+    saving = true;
+    pending = false;
+    const data = snapshot();
+    saveState.textContent = "Saving…";
+    fetch(form.dataset.autosaveUrl, {
+      method: "POST",
+      body: data,
+      credentials: "same-origin",
+      headers: { "X-CSRFToken": data.get("csrfmiddlewaretoken"), Accept: "application/json" },
+    })
+      .then(function (response) {
+        return response.json().then(function (body) { return { status: response.status, body: body }; });
+      })
+      .then(function (result) {
+        saving = false;
+        if (result.status === 200) {
+          versionInput.value = String(result.body.version);
+          retryDelay = 1000;
+          if (!pending) forget();
+          saveState.textContent = "Draft saved at " + new Date().toLocaleTimeString();
+          if (pending) save();
+        } else if (result.status === 409) {
+          conflict = true;
+          saveState.textContent = result.body.error.message;
+          saveState.classList.add("error");
+        } else {
+          saveState.textContent = result.body.error ? result.body.error.message : "Not saved.";
+          saveState.classList.add("error");
+        }
+      })
+      .catch(function () {
+        // Offline or the server is away: keep the draft (it is in localStorage) and retry.
+        saving = false;
+        pending = true;
+        saveState.textContent = "Offline: your labels are kept here and will be saved when the connection is back.";
+        clearTimeout(timer);
+        timer = setTimeout(save, retryDelay);
+        retryDelay = Math.min(retryDelay * 2, 30000);
+      });
+  }
+  window.addEventListener("online", function () { retryDelay = 1000; save(); });
+  form.addEventListener("change", function (event) {
+    if (event.target.name && event.target.name !== "skip_reason") {
+      updateApplicability();
+      saveSoon();
+    }
+  });
+  form.addEventListener("input", function (event) {
+    if (event.target.tagName === "TEXTAREA" || event.target.type === "text") {
+      if (event.target.name !== "skip_reason") saveSoon(1500);
+    }
+  });
+
+  // A draft kept in this browser from a save that never reached the server comes back.
+  function restore() {
+    let entries;
+    try { entries = JSON.parse(localStorage.getItem(storageKey) || "null"); } catch (error) { entries = null; }
+    if (!entries) return;
+    const stored = new Map(entries);
+    if (stored.get("version") !== versionInput.value) {
+      forget(); // the server has moved on since; its state wins
+      return;
+    }
+    dimensions.forEach(function (fieldset) {
+      const key = fieldset.dataset.dimension;
+      const chosen = entries.filter(function (entry) { return entry[0] === "dim-" + key; }).map(function (entry) { return entry[1]; });
+      fieldset.querySelectorAll('input[name="dim-' + key + '"]').forEach(function (input) {
+        input.checked = chosen.indexOf(input.value) !== -1;
+      });
+      ["rationale-", "evidence-", "proposal-"].forEach(function (prefix) {
+        const field = form.elements.namedItem(prefix + key);
+        if (field && stored.has(prefix + key)) field.value = stored.get(prefix + key);
+      });
+      const unsure = form.elements.namedItem("unsure-" + key);
+      if (unsure) unsure.checked = stored.has("unsure-" + key);
+    });
+    saveState.textContent = "Restored labels that had not reached the server; saving…";
+    saveSoon(0);
+  }
+
+  form.addEventListener("submit", function () {
+    secondsInput.value = String(secondsSpent());
+    clearTimeout(timer);
+    forget();
+  });
+
+  // ---- keyboard ----
+  function typing(target) {
+    return target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && ["text", "search"].indexOf(target.type) !== -1);
+  }
+  document.addEventListener("keydown", function (event) {
+    if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
+      event.preventDefault();
+      form.requestSubmit(document.getElementById("submit-button"));
+      return;
+    }
+    if (event.key === "Escape" && event.target === filter) {
+      filter.value = "";
+      applyFilter();
+      focusDimension(current);
+      return;
+    }
+    if (typing(event.target) || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (dialog.open) return;
+    if (/^[1-9]$/.test(event.key)) {
+      event.preventDefault();
+      pick(parseInt(event.key, 10));
+    } else if (event.key === "j") {
+      event.preventDefault();
+      focusDimension(current + 1);
+    } else if (event.key === "k") {
+      event.preventDefault();
+      focusDimension(current - 1);
+    } else if (event.key === "u") {
+      event.preventDefault();
+      const unsure = form.elements.namedItem("unsure-" + dimensions[current].dataset.dimension);
+      unsure.checked = !unsure.checked;
+      unsure.dispatchEvent(new Event("change", { bubbles: true }));
+      saveState.textContent = (unsure.checked ? "Marked" : "Unmarked") + " unsure: " + dimensions[current].querySelector("legend").firstChild.textContent.trim();
+    } else if (event.key === "q") {
+      event.preventDefault();
+      quoteInto("evidence-" + dimensions[current].dataset.dimension);
+    } else if (event.key === "/") {
+      event.preventDefault();
+      filter.focus();
+      filter.select();
+    } else if (event.key === "s") {
+      event.preventDefault();
+      const skip = document.getElementById("skip");
+      skip.open = true;
+      document.getElementById("skip-reason").focus();
+    } else if (event.key === "?") {
+      event.preventDefault();
+      dialog.showModal();
+    }
+  });
+  document.getElementById("shortcuts-button").addEventListener("click", function () { dialog.showModal(); });
+  document.getElementById("skip-reason").addEventListener("keydown", function (event) {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      const button = form.querySelector('button[value="skip"]');
+      form.requestSubmit(button);
+    }
+  });
+
+  updateApplicability();
+  restore();
+  markCurrent();
+  focusDimension(0);
+})();

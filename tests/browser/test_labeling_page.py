@@ -1,0 +1,210 @@
+"""The labeling page in a real browser: keyboard only, drafts, blindness, skipping, big issues,
+lost connections."""
+
+import json
+import re
+
+import pytest
+from django.core.management import call_command
+
+from labeling.models import Annotation, Assignment, Issue
+
+pytestmark = pytest.mark.browser
+
+
+def chosen(username: str) -> dict[str, list[str]]:
+    """The stored labels of the user's first assignment that has any, by dimension key."""
+    labels: dict[str, list[str]] = {}
+    for annotation in Annotation.objects.filter(assignment__annotator__username=username):
+        keys = sorted(c.key for c in annotation.categories.all())
+        if keys:
+            labels[annotation.dimension.key] = keys
+    return labels
+
+
+def open_next(page, live_server) -> str:
+    page.goto(f"{live_server.url}/studies/demo/next/")
+    page.wait_for_url(re.compile(r"/studies/demo/items/\d+/$"))
+    return page.url
+
+
+def test_label_with_the_keyboard_only_submit_and_reload(study, new_page, live_server):
+    page = new_page("annotator1")
+    item_url = open_next(page, live_server)
+    # screening, symptom, root cause (+ unsure), fix pattern, debugging practice, then three
+    # dimensions on to the stage.
+    keys = ["1", "j", "1", "j", "2", "u", "j", "1", "j", "1", "j", "j", "j", "1"]
+    for key in keys:
+        page.keyboard.press(key)
+    page.keyboard.press("Control+Enter")
+    page.wait_for_url(lambda url: url != item_url)
+
+    assignment = Assignment.objects.get(annotator__username="annotator1", status="submitted")
+    labels = chosen("annotator1")
+    assert labels["screening"] == ["include"]
+    assert labels["symptom"] == ["crash"]
+    assert labels["root_cause"] == ["external_api_misuse"]
+    assert Annotation.objects.get(assignment=assignment, dimension__key="root_cause").unsure
+    assert assignment.seconds_spent >= 0
+
+    page.goto(item_url)
+    assert page.get_by_label("External Library API Misuse").is_checked()
+    assert page.get_by_label("Unsure about Root cause").is_checked()
+    assert not page.errors
+
+
+def test_shortcuts_and_filter(study, new_page, live_server):
+    page = new_page("annotator1")
+    open_next(page, live_server)
+    page.keyboard.press("?")
+    assert page.get_by_role("dialog", name="Keyboard shortcuts").is_visible()
+    page.keyboard.press("Escape")
+    page.keyboard.press("j")
+    page.keyboard.press("j")  # root cause
+    page.keyboard.press("/")
+    page.keyboard.type("deadlock")
+    page.keyboard.press("Tab")
+    page.keyboard.press("k")
+    page.keyboard.press("j")
+    first_visible = page.evaluate(
+        "document.querySelector('fieldset[data-dimension=root_cause] "
+        "li.category:not([hidden]) input').value"
+    )
+    assert page.locator("fieldset[data-dimension=root_cause] li.category:not([hidden])").count() < 5
+    page.keyboard.press("1")
+    page.wait_for_function("document.getElementById('save-state').textContent.includes('saved')")
+    assert chosen("annotator1")["root_cause"] == [first_visible]
+
+
+def test_draft_survives_a_reload(study, new_page, live_server):
+    page = new_page("annotator1")
+    item_url = open_next(page, live_server)
+    page.get_by_label("Include").check()
+    page.locator("fieldset[data-dimension=screening] summary").click()
+    page.get_by_label("Rationale for Screening").fill("a real training bug")
+    page.wait_for_function("document.getElementById('save-state').textContent.includes('saved')")
+    page.reload()
+    assert page.get_by_label("Include").is_checked()
+    assert page.get_by_label("Rationale for Screening").input_value() == "a real training bug"
+    draft = Assignment.objects.get(annotator__username="annotator1", status="draft")
+    assert draft.item_id == int(item_url.rstrip("/").split("/")[-1])
+
+
+def test_a_lost_connection_queues_the_save_and_retries(study, new_page, live_server):
+    page = new_page("annotator1")
+    open_next(page, live_server)
+    page.context.set_offline(True)
+    page.get_by_label("Not a Bug (False Positive)").check()
+    page.wait_for_function("document.getElementById('save-state').textContent.includes('Offline')")
+    assert not Annotation.objects.exists()
+    page.context.set_offline(False)
+    page.wait_for_function("document.getElementById('save-state').textContent.includes('saved')")
+    assert chosen("annotator1") == {"screening": ["not_a_bug"]}
+
+
+def test_two_tabs_cannot_overwrite_each_other_silently(study, new_page, live_server):
+    first = new_page("annotator1")
+    item_url = open_next(first, live_server)
+    second = first.context.new_page()
+    second.goto(item_url)
+    first.get_by_label("Include").check()
+    first.wait_for_function("document.getElementById('save-state').textContent.includes('saved')")
+    second.get_by_label("Duplicate").check()
+    second.wait_for_function(
+        "document.getElementById('save-state').textContent.includes('another tab')"
+    )
+    assert chosen("annotator1") == {"screening": ["include"]}
+
+
+def test_annotator2_never_sees_annotator1s_labels(study, new_page, live_server):
+    first = new_page("annotator1")
+    item_url = open_next(first, live_server)
+    first.get_by_label("Include").check()
+    first.locator("fieldset[data-dimension=screening] summary").click()
+    first.get_by_label("Rationale for Screening").fill("secret reasoning of annotator1")
+    first.wait_for_function("document.getElementById('save-state').textContent.includes('saved')")
+
+    second = new_page("annotator2")
+    second.goto(item_url)  # the same item is assigned to both (k = 2 of 2 annotators)
+    assert not second.get_by_label("Include").is_checked()
+    assert "secret reasoning" not in second.content()
+    second.goto(f"{live_server.url}/api/studies/demo/")
+    assert "secret reasoning" not in second.content()
+    assert second.goto(f"{live_server.url}/studies/demo/agreement/").status == 403
+
+
+def test_skip_with_a_reason(study, new_page, live_server):
+    page = new_page("annotator1")
+    item_url = open_next(page, live_server)
+    page.keyboard.press("s")
+    page.keyboard.type("not about a training system")
+    page.keyboard.press("Enter")
+    page.wait_for_url(lambda url: url != item_url)
+    skipped = Assignment.objects.get(annotator__username="annotator1", status="skipped")
+    assert skipped.skip_reason == "not about a training system"
+
+
+def test_an_issue_with_200_comments_and_a_1mb_traceback_stays_usable(
+    codebook_version, people, new_page, live_server, tmp_path
+):
+    traceback = (
+        "Traceback (most recent call last):\n"
+        + "".join(
+            f'  File "/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/engine.py", '
+            f"line {n}, in step\n    self.optimizer.step()\n"
+            for n in range(9_000)
+        )
+        + "torch.cuda.OutOfMemoryError: CUDA out of memory.\n"
+    )
+    record = {
+        "repository": "microsoft/DeepSpeed",
+        "number": 424242,
+        "id": 424242,
+        "title": "OOM with ZeRO-3 offload",
+        "body": "Training crashes:\n\n```\n" + traceback + "```\n",
+        "state": "closed",
+        "user": {"login": "reporter"},
+        "created_at": "2024-01-01T00:00:00Z",
+        "updated_at": "2024-01-02T00:00:00Z",
+        "comments_data": [
+            {
+                "id": 1_000_000 + n,
+                "user": {"login": f"user{n}"},
+                "body": f"Same here, comment {n} with `code` and a [link](https://example.org/{n}).",
+                "created_at": "2024-01-01T01:00:00Z",
+                "updated_at": "2024-01-01T01:00:00Z",
+            }
+            for n in range(200)
+        ],
+    }
+    assert len(record["body"]) > 1_000_000
+    path = tmp_path / "big.jsonl"
+    path.write_text(json.dumps(record))
+    call_command("import_issues", str(path))
+    from labeling.services.studies import study_create
+
+    study_create(
+        slug="demo",
+        name="Demo",
+        codebook_version=codebook_version,
+        k=1,
+        annotators=[people["annotator1"]],
+        issues=list(Issue.objects.all()),
+    )
+    page = new_page("annotator1")
+    open_next(page, live_server)
+    assert page.locator("section.comment").count() == 200
+    assert page.locator("details.long-block").count() == 1  # the traceback is folded
+    page.keyboard.press("2")  # screened out: nothing else is required
+    page.keyboard.press("Control+Enter")
+    page.wait_for_url(re.compile(r"/studies/demo/queue/$"))
+    assert Assignment.objects.get().status == "submitted"
+
+
+def test_narrow_window_still_labels(study, new_page, live_server):
+    page = new_page("annotator1", width=480, height=800)
+    open_next(page, live_server)
+    page.get_by_label("Include").check()
+    page.get_by_role("button", name="Save draft").click()
+    page.wait_for_load_state()
+    assert chosen("annotator1") == {"screening": ["include"]}
