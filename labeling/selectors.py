@@ -111,7 +111,7 @@ class LabelingPage:
     annotations: dict[int, Annotation]  # by dimension id; only the annotator's own
 
 
-def labeling_page(*, assignment: Assignment) -> LabelingPage:
+def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
     """Everything the labeling page shows, in a fixed number of queries."""
     issue = (
         Issue.objects.select_related("repository")
@@ -119,7 +119,7 @@ def labeling_page(*, assignment: Assignment) -> LabelingPage:
         .get(pk=assignment.item.issue_id)
     )
     comments = list(IssueComment.objects.filter(issue=issue).order_by("created_at", "github_id"))
-    dimensions = dimensions_with_categories(version_id=assignment.item.study.codebook_version_id)
+    dimensions = dimensions_with_categories(version_id=study.codebook_version_id)
     annotations = {
         a.dimension_id: a
         for a in Annotation.objects.filter(assignment=assignment).prefetch_related(

@@ -1,7 +1,5 @@
 """Web pages. Each view checks who may see what, calls one selector or service, renders."""
 
-import json
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -25,6 +23,7 @@ from labeling.agreement_tables import (
 )
 from labeling.forms import AgreementFilterForm, answers_from_form, int_or_none
 from labeling.models import Membership
+from labeling.panels import dimension_rows
 from labeling.selectors import (
     QUEUE_FILTERS,
     assignment_get_for_annotator,
@@ -94,7 +93,7 @@ def next_item(request: HttpRequest, slug: str) -> HttpResponse:
 def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     study, _ = study_get_for_user(slug=slug, user=request.user)
     assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
-    page = labeling_page(assignment=assignment)
+    page = labeling_page(assignment=assignment, study=study)
     status = 200
     if request.method == "POST":
         action = request.POST.get("action", "draft")
@@ -133,14 +132,16 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
             messages.error(request, error.message)
             status = 409 if isinstance(error, ConflictError) else 400
         assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
-        page = labeling_page(assignment=assignment)
+        page = labeling_page(assignment=assignment, study=study)
     return render(
         request,
         "labeling/label_item.html",
         {
             "study": study,
             "page": page,
-            "dimension_rows": _dimension_rows(page),
+            "dimension_rows": dimension_rows(
+                page, content_hash=study.codebook_version.content_hash
+            ),
             "facets": page.issue.facets or {},
         },
         status=status,
@@ -176,34 +177,6 @@ def label_item_autosave(request: HttpRequest, slug: str, item_id: int) -> JsonRe
             "seconds_spent": assignment.seconds_spent,
         }
     )
-
-
-def _dimension_rows(page) -> list[dict]:
-    """Each dimension with its categories in tree order, their depth, and what is chosen."""
-    rows = []
-    for dimension in page.dimensions:
-        annotation = page.annotations.get(dimension.id)
-        chosen = {c.id for c in annotation.categories.all()} if annotation else set()
-        depth: dict[int, int] = {}
-        categories = []
-        for category in dimension.categories.all():
-            depth[category.id] = depth[category.parent_id] + 1 if category.parent_id else 0
-            categories.append(
-                {
-                    "category": category,
-                    "depth": depth[category.id],
-                    "checked": category.id in chosen,
-                }
-            )
-        rows.append(
-            {
-                "dimension": dimension,
-                "annotation": annotation,
-                "categories": categories,
-                "applies_when_json": json.dumps(dimension.applies_when),
-            }
-        )
-    return rows
 
 
 DOWNLOADS = {

@@ -86,7 +86,11 @@ def assignment_save(
     categories = _categories_by_dimension(answers, dimensions)
     if submit:
         answers = _answers_for_submit(dimensions, answers, existing)
-        categories = _categories_by_dimension(answers, dimensions)
+        # Dimensions cleared for submitting have no categories; the others keep theirs.
+        categories = {
+            key: categories.get(key, []) if answer.category_keys else []
+            for key, answer in answers.items()
+        }
 
     status = (
         Assignment.Status.SUBMITTED
@@ -97,17 +101,21 @@ def assignment_save(
             else Assignment.Status.DRAFT
         )
     )
-    for key, answer in answers.items():
-        _annotation_write(
-            assignment=assignment,
-            dimension=dimensions[key],
-            annotation=existing.get(dimensions[key].id),
-            chosen=categories[key],
-            answer=answer,
-            user=user,
-            assignment_status=status,
-            reason="submitted" if submit else "draft",
-        )
+    _annotations_write(
+        assignment=assignment,
+        changes=[
+            _Change(
+                dimension=dimensions[key],
+                annotation=existing.get(dimensions[key].id),
+                chosen=categories[key],
+                answer=answer,
+            )
+            for key, answer in answers.items()
+        ],
+        user=user,
+        assignment_status=status,
+        reason="submitted" if submit else "draft",
+    )
 
     now = timezone.now()
     fields = ["status", "version"]
@@ -128,52 +136,86 @@ def assignment_save(
     return assignment
 
 
-def _annotation_write(
+@dataclass
+class _Change:
+    dimension: Dimension
+    annotation: Annotation | None  # with its categories prefetched; None when there is none yet
+    chosen: list[Category]
+    answer: DimensionAnswer
+
+
+def _annotations_write(
     *,
     assignment: Assignment,
-    dimension: Dimension,
-    annotation: Annotation | None,
-    chosen: list[Category],
-    answer: DimensionAnswer,
+    changes: list[_Change],
     user: AbstractBaseUser | None,
     assignment_status: str,
     reason: str,
-) -> Annotation:
-    """Create or change one annotation and record the revision; an unchanged answer writes
-    nothing. Runs inside the caller's transaction."""
-    new_state = (
-        sorted(c.key for c in chosen), answer.unsure, answer.rationale[:MAX_TEXT],
-        answer.evidence[:MAX_TEXT], answer.proposal[:200],
-    )  # fmt: skip
-    if annotation is None:
-        annotation = Annotation.objects.create(assignment=assignment, dimension=dimension)
-        old_state = None
-    else:
-        old_state = (
-            sorted(c.key for c in annotation.categories.all()), annotation.unsure,
-            annotation.rationale, annotation.evidence, annotation.proposal,
+) -> int:
+    """Create or change annotations of one assignment and record a revision of each; unchanged
+    answers write nothing. A constant number of queries however many dimensions change. Runs
+    inside the caller's transaction. Returns the number of annotations changed."""
+    changed: list[tuple[Annotation, list[Category], tuple]] = []
+    to_create: list[Annotation] = []
+    for change in changes:
+        answer = change.answer
+        new_state = (
+            sorted(c.key for c in change.chosen), answer.unsure, answer.rationale[:MAX_TEXT],
+            answer.evidence[:MAX_TEXT], answer.proposal[:200],
         )  # fmt: skip
-    if new_state == old_state:
-        return annotation
-    annotation.unsure, annotation.rationale = new_state[1], new_state[2]
-    annotation.evidence, annotation.proposal = new_state[3], new_state[4]
-    annotation.version += 1
-    annotation.save(
-        update_fields=["unsure", "rationale", "evidence", "proposal", "version", "updated_at"]
+        annotation = change.annotation
+        if annotation is not None:
+            old_state = (
+                sorted(c.key for c in annotation.categories.all()), annotation.unsure,
+                annotation.rationale, annotation.evidence, annotation.proposal,
+            )  # fmt: skip
+            if new_state == old_state:
+                continue
+        else:
+            annotation = Annotation(assignment=assignment, dimension=change.dimension)
+            to_create.append(annotation)
+        annotation.unsure, annotation.rationale = new_state[1], new_state[2]
+        annotation.evidence, annotation.proposal = new_state[3], new_state[4]
+        annotation.version += 1
+        changed.append((annotation, change.chosen, new_state))
+    if not changed:
+        return 0
+    Annotation.objects.bulk_create(to_create)
+    created = {id(annotation) for annotation in to_create}
+    to_update = [annotation for annotation, _, _ in changed if id(annotation) not in created]
+    if to_update:
+        for annotation in to_update:
+            annotation.updated_at = timezone.now()
+        Annotation.objects.bulk_update(
+            to_update,
+            ["unsure", "rationale", "evidence", "proposal", "version", "updated_at"],
+        )
+    through = Annotation.categories.through
+    through.objects.filter(annotation_id__in=[a.id for a in to_update]).delete()
+    through.objects.bulk_create(
+        [
+            through(annotation_id=annotation.id, category_id=category.id)
+            for annotation, chosen, _ in changed
+            for category in chosen
+        ]
     )
-    annotation.categories.set(chosen)
-    AnnotationRevision.objects.create(
-        annotation=annotation,
-        category_keys=new_state[0],
-        unsure=annotation.unsure,
-        rationale=annotation.rationale,
-        evidence=annotation.evidence,
-        proposal=annotation.proposal,
-        assignment_status=assignment_status,
-        changed_by=user,
-        reason=reason,
+    AnnotationRevision.objects.bulk_create(
+        [
+            AnnotationRevision(
+                annotation=annotation,
+                category_keys=state[0],
+                unsure=annotation.unsure,
+                rationale=annotation.rationale,
+                evidence=annotation.evidence,
+                proposal=annotation.proposal,
+                assignment_status=assignment_status,
+                changed_by=user,
+                reason=reason,
+            )
+            for annotation, _, state in changed
+        ]
     )
-    return annotation
+    return len(changed)
 
 
 def _categories_by_dimension(
@@ -362,16 +404,20 @@ def annotations_import(
             assignments[assignment_key] = assignment
         assignment = assignments[assignment_key]
         dimension = dimensions[row.dimension]
-        _annotation_write(
+        _annotations_write(
             assignment=assignment,
-            dimension=dimension,
-            annotation=Annotation.objects.filter(assignment=assignment, dimension=dimension)
-            .prefetch_related("categories")
-            .first(),
-            chosen=[categories[(dimension.id, key)] for key in row.labels],
-            answer=DimensionAnswer(
-                category_keys=list(row.labels), unsure=row.unsure, rationale=row.rationale
-            ),
+            changes=[
+                _Change(
+                    dimension=dimension,
+                    annotation=Annotation.objects.filter(assignment=assignment, dimension=dimension)
+                    .prefetch_related("categories")
+                    .first(),
+                    chosen=[categories[(dimension.id, key)] for key in row.labels],
+                    answer=DimensionAnswer(
+                        category_keys=list(row.labels), unsure=row.unsure, rationale=row.rationale
+                    ),
+                )
+            ],
             user=None,
             assignment_status=Assignment.Status.SUBMITTED,
             reason="imported",

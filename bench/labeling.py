@@ -1,0 +1,195 @@
+"""Server-side time of the labeling page and of submitting it, with 10k and 100k issues in the
+corpus and the study (PostgreSQL; SQLite when PostgreSQL is not reachable).
+
+For each size: p50 and p95 over 200 page views and 200 submits by two annotators, measured in
+process through Django's test client (the full request: middleware, session, view, template),
+and the SQL queries each request runs.
+
+    python bench/labeling.py [--sizes 10000 100000] [--postgres URL]
+"""
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/issuecoder_bench"
+REQUESTS = 200
+
+
+def child(database_url: str, n_issues: int) -> None:
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    settings.ALLOWED_HOSTS = ["testserver"]
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    call_command("migrate", verbosity=0)
+    from labeling.models import Assignment, Issue, IssueComment, Repository, StudyItem
+    from labeling.rendering import render_markdown
+    from labeling.services.corpus import bulk_upsert
+    from labeling.services.studies import study_create
+    from taxonomy.codebook_file import codebook_file_read
+    from taxonomy.services import codebook_load
+
+    samples = [
+        json.loads(line)
+        for line in (ROOT / "labeling/data/sample-issues.jsonl").read_text().splitlines()
+    ]
+    rendered = [(s["title"], s["body"] or "", render_markdown(s["body"] or "")) for s in samples]
+    version, _ = codebook_load(
+        data=codebook_file_read((ROOT / "taxonomy/data/llm-training-issues.json").read_bytes()),
+        publish=True,
+    )
+    users = [get_user_model().objects.create_user(f"annotator{i}") for i in (1, 2)]
+    repository = Repository.objects.create(owner="bench", name="repo")
+    now = timezone.now()
+    for start in range(0, n_issues, 5000):
+        rows = []
+        for number in range(start + 1, min(start + 5000, n_issues) + 1):
+            title, body, body_html = rendered[number % len(rendered)]
+            rows.append(
+                {
+                    "repository_id": repository.id,
+                    "number": number,
+                    "title": title,
+                    "body": body,
+                    "body_html": body_html or "<p></p>",
+                    "state": "closed",
+                    "created_at": now,
+                    "updated_at": now,
+                    "labels": [],
+                    "raw": {},
+                    "facets": {},
+                    "stored_at": now,
+                    "comments_count": 3,
+                    "github_id": None,
+                    "is_pull_request": False,
+                    "state_reason": "completed",
+                    "author": "someone",
+                    "closed_at": now,
+                }
+            )
+        bulk_upsert(Issue, rows, unique_fields=["repository_id", "number"])
+    issue_ids = list(Issue.objects.order_by("id").values_list("id", flat=True))
+    comments = [
+        {
+            "issue_id": issue_id,
+            "github_id": issue_id * 10 + k,
+            "author": "someone",
+            "body": "same here",
+            "body_html": "<p>same here</p>",
+            "created_at": now,
+            "updated_at": now,
+        }
+        for issue_id in issue_ids
+        for k in range(3)
+    ]
+    for start in range(0, len(comments), 20_000):
+        bulk_upsert(IssueComment, comments[start : start + 20_000], unique_fields=["github_id"])
+    study = study_create(
+        slug="bench", name="bench", codebook_version=version, k=2, annotators=users
+    )
+    round_ = study.rounds.get()
+    StudyItem.objects.bulk_create(
+        [StudyItem(study=study, issue_id=i, round=round_) for i in issue_ids], batch_size=5000
+    )
+    Assignment.objects.bulk_create(
+        [
+            Assignment(item_id=item_id, annotator=user)
+            for item_id in StudyItem.objects.values_list("id", flat=True)
+            for user in users
+        ],
+        batch_size=5000,
+    )
+
+    rng = random.Random(5)
+    item_ids = rng.sample(list(StudyItem.objects.values_list("id", flat=True)), REQUESTS)
+    answers = {
+        "action": "submit",
+        "dim-screening": "include", "dim-symptom": "crash", "dim-root_cause": "api_misuse",
+        "dim-fix_pattern": "fix_api_usage", "dim-training_stage": "installation_build",
+        "dim-debugging_practice": ["error_message_analysis"], "rationale-root_cause": "because",
+    }  # fmt: skip
+    results = {}
+    for phase in ("page", "submit"):
+        timings, queries = [], []
+        for index, item_id in enumerate(item_ids):
+            client = Client()
+            client.force_login(users[index % 2])
+            url = f"/studies/bench/items/{item_id}/"
+            with CaptureQueriesContext(connection) as captured:
+                started = time.perf_counter()
+                if phase == "page":
+                    response = client.get(url)
+                    expected = 200
+                else:
+                    response = client.post(url, answers)
+                    expected = 302
+                timings.append(time.perf_counter() - started)
+            queries.append(len(captured))
+            assert response.status_code == expected, (phase, response.status_code)
+        timings.sort()
+        results[phase] = {
+            "p50_ms": 1000 * statistics.median(timings),
+            "p95_ms": 1000 * timings[int(0.95 * len(timings)) - 1],
+            "queries": max(queries),
+        }
+    print(json.dumps(results))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument(
+        "--postgres", default=os.environ.get("BENCH_POSTGRES_URL", DEFAULT_POSTGRES)
+    )
+    parser.add_argument("--child", nargs=2, metavar=("DATABASE_URL", "ISSUES"))
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], int(args.child[1]))
+        return
+    sys.path.insert(0, str(ROOT / "bench"))
+    from import_issues import fresh_postgres
+
+    print(f"{REQUESTS} requests each; server-side time through the full Django stack")
+    print(f"{'database':<11} {'issues':>7} {'page p50':>9} {'page p95':>9} {'queries':>7} "
+          f"{'submit p50':>10} {'submit p95':>10} {'queries':>7}")  # fmt: skip
+    with tempfile.TemporaryDirectory() as folder:
+        for n in args.sizes:
+            url = args.postgres
+            label = "PostgreSQL"
+            if not fresh_postgres(url):
+                url, label = f"sqlite:///{folder}/labeling-{n}.sqlite3", "SQLite"
+            output = subprocess.run(
+                [sys.executable, __file__, "--child", url, str(n)],
+                check=True, capture_output=True, text=True, cwd=ROOT,
+            ).stdout  # fmt: skip
+            result = json.loads(output.strip().splitlines()[-1])
+            page, submit = result["page"], result["submit"]
+            print(
+                f"{label:<11} {n:>7} {page['p50_ms']:>7.1f}ms {page['p95_ms']:>7.1f}ms "
+                f"{page['queries']:>7} {submit['p50_ms']:>8.1f}ms {submit['p95_ms']:>8.1f}ms "
+                f"{submit['queries']:>7}"
+            )
+
+
+if __name__ == "__main__":
+    main()
