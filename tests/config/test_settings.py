@@ -9,7 +9,14 @@ def production_check(**env: str) -> subprocess.CompletedProcess:
     environment = {
         key: value
         for key, value in os.environ.items()
-        if key not in ("SECRET_KEY", "ALLOWED_HOSTS", "REDIS_URL", "DJANGO_SETTINGS_MODULE")
+        if key
+        not in (
+            "SECRET_KEY",
+            "ALLOWED_HOSTS",
+            "REDIS_URL",
+            "DJANGO_SETTINGS_MODULE",
+            "DJANGO_ALLOW_ASYNC_UNSAFE",  # set for the browser tests only
+        )
     }
     environment.update(DJANGO_SETTINGS_MODULE="config.settings.production", **env)
     return subprocess.run(
