@@ -134,6 +134,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "IssueStateEnum": "labeling.models.Issue.State",
+        "StudyStatusEnum": "labeling.models.Study.Status",
+        "CodebookVersionStatusEnum": "taxonomy.models.CodebookVersion.Status",
+    },
 }
 
 # Celery: JSON only, bounded task time, broker from REDIS_URL.
