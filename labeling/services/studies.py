@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count
 
 from common.exceptions import ApplicationError
 from labeling.assignment import balanced_assignment
@@ -153,23 +153,23 @@ def item_claim_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignm
     )
     if not candidate_ids:
         return None
-    locked = list(
-        StudyItem.objects.select_for_update(skip_locked=True)
-        .filter(id__in=candidate_ids)
-        .values_list("id", flat=True)
-    )
-    counts = dict(
-        StudyItem.objects.filter(id__in=locked)
-        .annotate(n_assigned=Count("assignments", filter=~Q(assignments__annotator=user)))
-        .values_list("id", "n_assigned")
-    )
     for item_id in candidate_ids:
-        if item_id in counts and counts[item_id] < study.k:
-            return Assignment.objects.create(
-                item_id=item_id,
-                annotator=user,
-                selection_reason=f"least-annotated ({counts[item_id]} of {study.k} before)",
-            )
+        # Lock one candidate at a time: another annotator holding it makes us skip to the next
+        # rather than wait, and never blocks the other candidates.
+        if not StudyItem.objects.select_for_update(skip_locked=True).filter(id=item_id).exists():
+            continue
+        # Counted again under the lock: a claim that committed meanwhile is seen now.
+        assigned = Assignment.objects.filter(item_id=item_id).exclude(annotator=user).count()
+        if (
+            assigned >= study.k
+            or Assignment.objects.filter(item_id=item_id, annotator=user).exists()
+        ):
+            continue
+        return Assignment.objects.create(
+            item_id=item_id,
+            annotator=user,
+            selection_reason=f"least-annotated ({assigned} of {study.k} before)",
+        )
     return None
 
 
