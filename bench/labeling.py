@@ -120,6 +120,9 @@ def child(database_url: str, n_issues: int) -> None:
         batch_size=5000,
     )
 
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")  # fresh statistics, as autovacuum would give a live site
     rng = random.Random(5)
     item_ids = rng.sample(list(StudyItem.objects.values_list("id", flat=True)), REQUESTS)
     answers = {
