@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any
 
+import orjson
+
 from common.text import strip_nul
 
 # One issue with a 1 MB body and hundreds of comments fits well below this.
@@ -241,8 +243,13 @@ def issue_file_lines(stream: IO[bytes]) -> Iterator[tuple[int, Any]]:
 
 def _decode(text: str | bytes) -> Any:
     """JSON without NUL characters. Walking every string costs more than parsing, so only text
-    that holds an escaped NUL is walked."""
-    decoded = json.loads(text)
+    that holds an escaped NUL is walked. orjson parses about three times faster than the standard
+    library; what it refuses (lone surrogates, integers beyond 64 bits) the standard library
+    still reads, or reports with its clearer message."""
+    try:
+        decoded = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        decoded = json.loads(text)
     escaped_nul = b"\\u0000" if isinstance(text, bytes) else "\\u0000"
     return strip_nul(decoded) if escaped_nul in text else decoded
 
