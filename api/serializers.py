@@ -108,6 +108,8 @@ class AgreementQuerySerializer(serializers.Serializer):
     dimension = serializers.ListField(child=serializers.SlugField(), required=False)
     round = serializers.CharField(required=False, max_length=100)
     repository = serializers.RegexField(r"^[\w.\-]+/[\w.\-]+$", required=False)
+    submitted_after = serializers.DateTimeField(required=False)
+    submitted_before = serializers.DateTimeField(required=False)
     level = serializers.IntegerField(required=False, min_value=0, max_value=20)
     weights = serializers.ChoiceField(choices=["linear", "quadratic"], required=False)
     bootstrap = serializers.IntegerField(required=False, min_value=0, max_value=10_000, default=0)

@@ -124,7 +124,10 @@ class StudyViewSet(viewsets.ReadOnlyModelViewSet):
             study=study,
             dimension_keys=params.get("dimension"),
             filters=LabelTableFilter(
-                round_name=params.get("round"), repository=params.get("repository")
+                round_name=params.get("round"),
+                repository=params.get("repository"),
+                submitted_after=params.get("submitted_after"),
+                submitted_before=params.get("submitted_before"),
             ),
             level=params.get("level"),
             weights=params.get("weights"),

@@ -361,3 +361,22 @@ def test_study_page_tells_whether_the_round_passed(filled_grant_study, people, c
     html = client.get("/studies/grants/").content.decode()
     assert "not passed on: Decision, Reason, Topics" in html
     assert "/studies/grants/agreement/" in html
+
+
+def test_date_filter_in_command_and_api(filled_grant_study, people, capsys):
+    from django.utils import timezone
+
+    Assignment.objects.filter(item__study=filled_grant_study).update(
+        submitted_at=timezone.now() - timezone.timedelta(days=10)
+    )
+    call_command("agreement", "--study", "grants", "--since", "2000-01-01", "--json")
+    assert json.loads(capsys.readouterr().out)["dimensions"]["decision"]["n_items"] == 50
+    recent = (timezone.now() - timezone.timedelta(days=1)).date().isoformat()
+    call_command("agreement", "--study", "grants", "--since", recent, "--json")
+    assert json.loads(capsys.readouterr().out)["dimensions"]["decision"]["n_items"] == 0
+    client = APIClient()
+    client.force_authenticate(people["manager"])
+    response = client.get(f"/api/studies/grants/agreement/?submitted_after={recent}T00:00:00Z")
+    assert response.json()["dimensions"]["decision"]["n_items"] == 0
+    with pytest.raises(CommandError):
+        call_command("agreement", "--study", "grants", "--since", "yesterday")

@@ -1,4 +1,6 @@
+import argparse
 import json
+from datetime import UTC, datetime
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -14,6 +16,8 @@ class Command(BaseCommand):
         parser.add_argument("--dimension", action="append", help="dimension key (repeatable)")
         parser.add_argument("--round", dest="round_name", help="round name")
         parser.add_argument("--repository", help="owner/name")
+        parser.add_argument("--since", type=_moment, help="labels submitted at or after (ISO)")
+        parser.add_argument("--until", type=_moment, help="labels submitted before (ISO)")
         parser.add_argument("--level", type=int, help="roll categories up to this tree level")
         parser.add_argument("--weights", choices=["linear", "quadratic"])
         parser.add_argument("--bootstrap", type=int, default=0, help="resamples for 95%% CIs")
@@ -30,7 +34,10 @@ class Command(BaseCommand):
             study=study,
             dimension_keys=options["dimension"],
             filters=LabelTableFilter(
-                round_name=options["round_name"], repository=options["repository"]
+                round_name=options["round_name"],
+                repository=options["repository"],
+                submitted_after=options["since"],
+                submitted_before=options["until"],
             ),
             level=options["level"],
             weights=options["weights"],
@@ -54,6 +61,14 @@ class Command(BaseCommand):
                 f"{_number(row['cohen_kappa'])} {_number(row['fleiss_kappa'])} "
                 f"{_number(row['krippendorff_alpha'])}  {row['interpretation'] or '-'}"
             )
+
+
+def _moment(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 date or time: {text!r}") from error
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _number(value: float | None) -> str:
