@@ -14,4 +14,6 @@ urlpatterns = [
         name="label_item_autosave",
     ),
     path("studies/<slug:slug>/agreement/", views.agreement, name="agreement"),
+    path("codebooks/", views.codebooks, name="codebooks"),
+    path("codebooks/versions/<int:version_id>/", views.codebook_version, name="codebook_version"),
 ]

@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from common.exceptions import ApplicationError, ConflictError
@@ -36,7 +36,8 @@ from labeling.selectors import (
 )
 from labeling.services.annotations import assignment_save, assignment_skip
 from labeling.services.studies import item_next_for_annotator
-from taxonomy.selectors import dimensions_with_categories
+from taxonomy.models import CodebookVersion
+from taxonomy.selectors import codebook_list, dimensions_with_categories
 
 
 @login_required
@@ -241,3 +242,23 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         "query": request.GET.urlencode(),
     }
     return render(request, "labeling/agreement.html", context)
+
+
+@login_required
+def codebooks(request: HttpRequest) -> HttpResponse:
+    """Every codebook with its versions; a version's page is the codebook at hand."""
+    return render(request, "labeling/codebooks.html", {"codebooks": codebook_list()})
+
+
+@login_required
+def codebook_version(request: HttpRequest, version_id: int) -> HttpResponse:
+    version = get_object_or_404(CodebookVersion.objects.select_related("codebook"), pk=version_id)
+    dimensions = dimensions_with_categories(version_id=version.id)
+    for dimension in dimensions:
+        depth: dict[int, int] = {}
+        for category in dimension.categories.all():
+            depth[category.id] = depth[category.parent_id] + 1 if category.parent_id else 0
+            category.depth = depth[category.id]
+    return render(
+        request, "labeling/codebook_version.html", {"version": version, "dimensions": dimensions}
+    )

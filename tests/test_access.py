@@ -26,6 +26,7 @@ def concrete(route: str) -> str | None:
     for placeholder, value in (
         ("<slug:slug>", "demo"),
         ("<int:item_id>", "1"),
+        ("<int:version_id>", "1"),
         ("(?P<slug>[^/.]+)", "demo"),
         ("(?P<pk>[^/.]+)", "1"),
     ):

@@ -212,3 +212,10 @@ def test_page_and_submit_queries_do_not_grow_with_comments(annotator_client, stu
     assert (
         Assignment.objects.filter(annotator=people["annotator1"], status="submitted").count() == 2
     )
+
+
+def test_codebook_pages_show_definitions(annotator_client, codebook_version):
+    listing = annotator_client.get("/codebooks/").content.decode()
+    assert f"/codebooks/versions/{codebook_version.id}/" in listing
+    page = annotator_client.get(f"/codebooks/versions/{codebook_version.id}/").content.decode()
+    assert "External Library API Misuse" in page and "Include:" in page and "Source:" in page
