@@ -3,12 +3,14 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from api import views
+from api.assignments import AssignmentViewSet
 
 router = DefaultRouter()
 router.register("codebooks", views.CodebookViewSet, basename="codebook")
 router.register("codebook-versions", views.CodebookVersionViewSet, basename="codebook-version")
 router.register("issues", views.IssueViewSet, basename="issue")
 router.register("studies", views.StudyViewSet, basename="study")
+router.register("assignments", AssignmentViewSet, basename="assignment")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -8,6 +8,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
+from api.assignments import AssignmentSerializer, assignments_visible_to
 from api.serializers import (
     AgreementQuerySerializer,
     CodebookSerializer,
@@ -19,6 +20,7 @@ from api.serializers import (
 from labeling.agreement_report import LabelTableFilter, study_agreement_report
 from labeling.models import Issue, Membership, Study, StudyItem
 from labeling.selectors import study_list_for_user, study_roles
+from labeling.services.studies import item_next_for_annotator
 from taxonomy.models import Category, CodebookVersion, Dimension
 from taxonomy.selectors import codebook_list
 
@@ -135,3 +137,19 @@ class StudyViewSet(viewsets.ReadOnlyModelViewSet):
             seed=params["seed"],
         )
         return Response(report)
+
+    @extend_schema(request=None, responses={200: AssignmentSerializer, 204: None})
+    @action(detail=True, methods=["post"])
+    def next(self, request, slug=None):
+        """Your next item in this study (your drafts first, then to-do, then a newly claimed
+        item that still needs annotators); 204 when nothing is left."""
+        study = self.get_object()
+        assignment = item_next_for_annotator(study=study, user=request.user)
+        if assignment is None:
+            return Response(status=204)
+        return Response(
+            AssignmentSerializer(
+                assignments_visible_to(request.user).get(pk=assignment.pk),
+                context={"request": request},
+            ).data
+        )

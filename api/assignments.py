@@ -1,0 +1,139 @@
+"""Assignments over the API: my queue, my next item, an assignment with its labels, and the
+verbs save draft, submit and skip. Blind as the pages are: an annotator reads and writes only
+their own assignments; a study's managers may read any."""
+
+from django.db.models import Prefetch
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
+from rest_framework.response import Response
+
+from labeling.models import Annotation, Assignment, Membership
+from labeling.services.annotations import DimensionAnswer, assignment_save, assignment_skip
+
+
+class AnnotationSerializer(serializers.ModelSerializer):
+    dimension = serializers.CharField(source="dimension.key")
+    categories = serializers.SlugRelatedField(slug_field="key", many=True, read_only=True)
+
+    class Meta:
+        model = Annotation
+        fields = ["dimension", "categories", "unsure", "rationale", "evidence", "proposal"]
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    study = serializers.CharField(source="item.study.slug")
+    issue = serializers.SerializerMethodField()
+    annotator = serializers.CharField(source="annotator.username")
+    annotations = AnnotationSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Assignment
+        fields = [
+            "id", "study", "item", "issue", "annotator", "status", "skip_reason",
+            "selection_reason", "started_at", "submitted_at", "seconds_spent", "version",
+            "annotations",
+        ]  # fmt: skip
+
+    def get_issue(self, assignment: Assignment) -> str:
+        issue = assignment.item.issue
+        return f"{issue.repository.full_name}#{issue.number}"
+
+
+class AnswerSerializer(serializers.Serializer):
+    categories = serializers.ListField(child=serializers.SlugField(), max_length=100, default=list)
+    unsure = serializers.BooleanField(default=False)
+    rationale = serializers.CharField(allow_blank=True, default="", max_length=20_000)
+    evidence = serializers.CharField(allow_blank=True, default="", max_length=20_000)
+    proposal = serializers.CharField(allow_blank=True, default="", max_length=200)
+
+
+class SaveSerializer(serializers.Serializer):
+    version = serializers.IntegerField(min_value=0, required=False)
+    seconds_spent = serializers.IntegerField(min_value=0, required=False)
+    answers = serializers.DictField(child=AnswerSerializer(), default=dict)
+
+
+class SkipSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=2000)
+
+
+def assignments_visible_to(user):
+    assignments = Assignment.objects.select_related(
+        "item__study", "item__issue__repository", "annotator"
+    ).prefetch_related(
+        Prefetch(
+            "annotations",
+            queryset=Annotation.objects.select_related("dimension").prefetch_related("categories"),
+        )
+    )
+    if user.is_superuser:
+        return assignments
+    managed = Membership.objects.filter(user=user, role=Membership.Role.MANAGER).values("study_id")
+    return assignments.filter(annotator=user) | assignments.filter(item__study_id__in=managed)
+
+
+class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Your assignments (all of a study's, for its managers), each with its labels."""
+
+    serializer_class = AssignmentSerializer
+    queryset = Assignment.objects.none()  # for the schema; requests use get_queryset
+    filterset_fields = ["status", "item__study__slug"]
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Assignment.objects.none()
+        return assignments_visible_to(self.request.user).order_by("item_id", "annotator_id")
+
+    def _own(self) -> Assignment:
+        assignment = self.get_object()
+        if assignment.annotator_id != self.request.user.pk:
+            raise NotFound()  # blind: other people's assignments are not there for you
+        return assignment
+
+    def _save(self, request, *, submit: bool) -> Response:
+        assignment = self._own()
+        body = SaveSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        assignment_save(
+            assignment=assignment,
+            user=request.user,
+            answers={
+                key: DimensionAnswer(
+                    category_keys=answer["categories"],
+                    unsure=answer["unsure"],
+                    rationale=answer["rationale"],
+                    evidence=answer["evidence"],
+                    proposal=answer["proposal"],
+                )
+                for key, answer in body.validated_data["answers"].items()
+            },
+            submit=submit,
+            expected_version=body.validated_data.get("version"),
+            seconds_spent=body.validated_data.get("seconds_spent"),
+        )
+        return Response(self.get_serializer(self.get_queryset().get(pk=assignment.pk)).data)
+
+    @extend_schema(request=SaveSerializer, responses=AssignmentSerializer)
+    @action(detail=True, methods=["post"])
+    def draft(self, request, pk=None):
+        """Save labels as a draft. A stale `version` answers 409 and writes nothing."""
+        return self._save(request, submit=False)
+
+    @extend_schema(request=SaveSerializer, responses=AssignmentSerializer)
+    @action(detail=True, methods=["post"])
+    def submit(self, request, pk=None):
+        """Save and submit; every required dimension needs its category."""
+        return self._save(request, submit=True)
+
+    @extend_schema(request=SkipSerializer, responses=AssignmentSerializer)
+    @action(detail=True, methods=["post"])
+    def skip(self, request, pk=None):
+        assignment = self._own()
+        body = SkipSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        assignment_skip(
+            assignment=assignment, user=request.user, reason=body.validated_data["reason"]
+        )
+        return Response(self.get_serializer(self.get_queryset().get(pk=assignment.pk)).data)

@@ -1,0 +1,132 @@
+"""The assignments API: blind, versioned, in the one error shape."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from labeling.models import Assignment
+
+
+@pytest.fixture
+def as_user(people):
+    def client_for(name: str) -> APIClient:
+        client = APIClient()
+        client.force_authenticate(people[name])
+        return client
+
+    return client_for
+
+
+FULL_ANSWERS = {
+    "screening": {"categories": ["include"]},
+    "symptom": {"categories": ["crash"]},
+    "root_cause": {"categories": ["api_misuse"], "unsure": True, "rationale": "wrong call"},
+    "fix_pattern": {"categories": ["fix_api_usage"]},
+    "training_stage": {"categories": ["installation_build"]},
+    "debugging_practice": {"categories": ["error_message_analysis"]},
+}
+
+
+def test_next_then_draft_then_submit(study, as_user):
+    client = as_user("annotator1")
+    assignment = client.post("/api/studies/demo/next/").json()
+    assert assignment["annotator"] == "annotator1" and assignment["status"] == "todo"
+    url = f"/api/assignments/{assignment['id']}/"
+    draft = client.post(
+        url + "draft/",
+        {"version": assignment["version"], "answers": {"symptom": {"categories": ["hang"]}}},
+        format="json",
+    ).json()
+    assert draft["status"] == "draft"
+    assert draft["annotations"] == [
+        {
+            "dimension": "symptom",
+            "categories": ["hang"],
+            "unsure": False,
+            "rationale": "",
+            "evidence": "",
+            "proposal": "",
+        }  # fmt: skip
+    ]
+    submitted = client.post(
+        url + "submit/", {"version": draft["version"], "answers": FULL_ANSWERS}, format="json"
+    )
+    assert submitted.status_code == 200, submitted.json()
+    assert submitted.json()["status"] == "submitted"
+    assert client.get(url).json()["status"] == "submitted"
+
+
+def test_stale_version_is_a_409_in_the_error_shape(study, as_user):
+    client = as_user("annotator1")
+    assignment = client.post("/api/studies/demo/next/").json()
+    url = f"/api/assignments/{assignment['id']}/draft/"
+    client.post(url, {"version": 0, "answers": {}}, format="json")
+    stale = client.post(url, {"version": 0, "answers": {}}, format="json")
+    assert stale.status_code == 409
+    assert stale.json()["error"]["code"] == "conflict"
+
+
+def test_bad_labels_are_a_400_and_nothing_changes(study, as_user):
+    client = as_user("annotator1")
+    assignment = client.post("/api/studies/demo/next/").json()
+    response = client.post(
+        f"/api/assignments/{assignment['id']}/draft/",
+        {"answers": {"symptom": {"categories": ["api_misuse"]}}},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+    assert "not a category of Symptom" in response.json()["error"]["message"]
+    incomplete = client.post(
+        f"/api/assignments/{assignment['id']}/submit/", {"answers": {}}, format="json"
+    )
+    assert incomplete.status_code == 400
+    assert Assignment.objects.get(pk=assignment["id"]).status == "todo"
+
+
+def test_blind_other_annotators_cannot_read_or_write(study, as_user):
+    first = as_user("annotator1")
+    assignment = first.post("/api/studies/demo/next/").json()
+    first.post(
+        f"/api/assignments/{assignment['id']}/draft/",
+        {"answers": {"root_cause": {"categories": ["api_misuse"], "rationale": "secret"}}},
+        format="json",
+    )
+    second = as_user("annotator2")
+    assert second.get(f"/api/assignments/{assignment['id']}/").status_code == 404
+    assert "secret" not in str(second.get("/api/assignments/").json())
+    write = second.post(
+        f"/api/assignments/{assignment['id']}/draft/", {"answers": {}}, format="json"
+    )
+    assert write.status_code == 404
+    assert as_user("outsider").get("/api/assignments/").json()["count"] == 0
+    # The manager sees every assignment of the study but cannot write someone else's.
+    manager = as_user("manager")
+    assert manager.get(f"/api/assignments/{assignment['id']}/").status_code == 200
+    assert (
+        manager.post(
+            f"/api/assignments/{assignment['id']}/submit/", {"answers": {}}, format="json"
+        ).status_code
+        == 404
+    )
+
+
+def test_skip_needs_a_reason(study, as_user):
+    client = as_user("annotator1")
+    assignment = client.post("/api/studies/demo/next/").json()
+    url = f"/api/assignments/{assignment['id']}/skip/"
+    assert client.post(url, {}, format="json").status_code == 400
+    skipped = client.post(url, {"reason": "duplicate of another issue"}, format="json").json()
+    assert skipped["status"] == "skipped" and skipped["skip_reason"] == "duplicate of another issue"
+
+
+def test_next_is_204_when_nothing_is_left(codebook_version, people, as_user):
+    from labeling.services.studies import study_create
+
+    study_create(
+        slug="empty",
+        name="empty",
+        codebook_version=codebook_version,
+        annotators=[people["annotator1"]],
+        k=1,
+    )
+    assert as_user("annotator1").post("/api/studies/empty/next/").status_code == 204
