@@ -45,7 +45,7 @@ def test_next_then_draft_then_submit(study, as_user):
             "rationale": "",
             "evidence": "",
             "proposal": "",
-        }  # fmt: skip
+        }
     ]
     submitted = client.post(
         url + "submit/", {"version": draft["version"], "answers": FULL_ANSWERS}, format="json"
