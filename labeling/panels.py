@@ -21,7 +21,7 @@ def _categories_html(dimension: Dimension, content_hash: str) -> str:
     def render() -> str:
         depth: dict[int, int] = {}
         entries = []
-        for category in dimension.categories.all():
+        for category in dimension.categories.order_by("position"):
             depth[category.id] = depth[category.parent_id] + 1 if category.parent_id else 0
             entries.append({"category": category, "depth": depth[category.id]})
         return render_to_string(

@@ -16,7 +16,7 @@ from labeling.models import (
     StudyItem,
 )
 from taxonomy.models import Dimension
-from taxonomy.selectors import dimensions_with_categories
+from taxonomy.selectors import dimensions_of
 
 
 def study_roles(*, study: Study, user: AbstractBaseUser) -> set[str]:
@@ -119,7 +119,8 @@ def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
         .get(pk=assignment.item.issue_id)
     )
     comments = list(IssueComment.objects.filter(issue=issue).order_by("created_at", "github_id"))
-    dimensions = dimensions_with_categories(version_id=study.codebook_version_id)
+    # Categories are not loaded: the page takes each dimension's tree from the cache.
+    dimensions = dimensions_of(version_id=study.codebook_version_id)
     annotations = {
         a.dimension_id: a
         for a in Annotation.objects.filter(assignment=assignment).prefetch_related(

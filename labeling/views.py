@@ -37,7 +37,7 @@ from labeling.selectors import (
 from labeling.services.annotations import assignment_save, assignment_skip
 from labeling.services.studies import item_next_for_annotator
 from taxonomy.models import CodebookVersion
-from taxonomy.selectors import codebook_list, dimensions_with_categories
+from taxonomy.selectors import codebook_list, dimensions_of, dimensions_with_categories
 
 
 @login_required
@@ -94,11 +94,12 @@ def next_item(request: HttpRequest, slug: str) -> HttpResponse:
 def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     study, _ = study_get_for_user(slug=slug, user=request.user)
     assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
-    page = labeling_page(assignment=assignment, study=study)
     status = 200
     if request.method == "POST":
         action = request.POST.get("action", "draft")
-        answers = answers_from_form(request.POST, page.dimensions)
+        answers = answers_from_form(
+            request.POST, dimensions_of(version_id=study.codebook_version_id)
+        )
         saving = {
             "assignment": assignment,
             "user": request.user,
@@ -124,7 +125,7 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
                     # Keep what was chosen as a draft, so that fixing the form loses nothing.
                     assignment_save(**saving, submit=False)
                     raise
-                messages.success(request, f"Submitted {page.issue}.")
+                messages.success(request, f"Submitted {assignment.item.issue}.")
                 return redirect("next_item", slug=study.slug)
             assignment_save(**saving, submit=False)
             messages.success(request, "Draft saved.")
@@ -133,7 +134,7 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
             messages.error(request, error.message)
             status = 409 if isinstance(error, ConflictError) else 400
         assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
-        page = labeling_page(assignment=assignment, study=study)
+    page = labeling_page(assignment=assignment, study=study)
     return render(
         request,
         "labeling/label_item.html",
@@ -155,7 +156,7 @@ def label_item_autosave(request: HttpRequest, slug: str, item_id: int) -> JsonRe
     """The labeling page's background draft save: JSON in the API's error shape."""
     study, _ = study_get_for_user(slug=slug, user=request.user)
     assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
-    dimensions = dimensions_with_categories(version_id=study.codebook_version_id)
+    dimensions = dimensions_of(version_id=study.codebook_version_id)
     try:
         assignment = assignment_save(
             assignment=assignment,

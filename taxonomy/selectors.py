@@ -27,6 +27,11 @@ def codebook_version_get(*, name: str, label: str | None = None) -> CodebookVers
     return version
 
 
+def dimensions_of(*, version_id: int) -> list[Dimension]:
+    """The dimensions of a version in order, without their categories (one query)."""
+    return list(Dimension.objects.filter(version_id=version_id).order_by("position"))
+
+
 def dimensions_with_categories(*, version_id: int) -> list[Dimension]:
     """The dimensions of a version in order, each with its categories prefetched (two queries)."""
     return list(
