@@ -4,6 +4,7 @@ from rest_framework.routers import DefaultRouter
 
 from api import views
 from api.assignments import AssignmentViewSet
+from api.sources import SourceViewSet, SyncRunViewSet
 
 router = DefaultRouter()
 router.register("codebooks", views.CodebookViewSet, basename="codebook")
@@ -11,6 +12,8 @@ router.register("codebook-versions", views.CodebookVersionViewSet, basename="cod
 router.register("issues", views.IssueViewSet, basename="issue")
 router.register("studies", views.StudyViewSet, basename="study")
 router.register("assignments", AssignmentViewSet, basename="assignment")
+router.register("sources", SourceViewSet, basename="source")
+router.register("sync-runs", SyncRunViewSet, basename="sync-run")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

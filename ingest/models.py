@@ -1,7 +1,11 @@
+from django.conf import settings
 from django.db import models
 
 from common.models import TimestampedModel
-from labeling.models import Repository
+from labeling.models import Repository, Study
+
+MIN_INTERVAL_MINUTES = 5
+MAX_INTERVAL_MINUTES = 7 * 24 * 60
 
 
 class Source(TimestampedModel):
@@ -14,17 +18,38 @@ class Source(TimestampedModel):
 
     repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="sources")
     state = models.CharField(max_length=10, choices=State.choices, default=State.CLOSED)
+    # Every one of these labels must be on an issue (GitHub's `labels` filter).
     labels = models.JSONField(default=list, blank=True)
+    # Only issues updated at or after this moment.
     since = models.DateTimeField(null=True, blank=True)
     include_pull_requests = models.BooleanField(default=False)
     interval_minutes = models.PositiveIntegerField(default=60)
     enabled = models.BooleanField(default=True)
-    # Where the next sync starts: the newest `updated_at` stored and the page reached.
+    # Where the next sync starts: {"since": the newest `updated_at` committed, ISO 8601}. A time,
+    # never a page number: the list moves while it is read (see GitHubClient.issue_pages).
     cursor = models.JSONField(default=dict, blank=True)
     last_synced_at = models.DateTimeField(null=True, blank=True)
+    # When the stored issues were last checked against a full listing (finds deleted ones).
+    reconciled_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
 
     class Meta:
         ordering = ["repository", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(
+                    interval_minutes__gte=MIN_INTERVAL_MINUTES,
+                    interval_minutes__lte=MAX_INTERVAL_MINUTES,
+                ),
+                name="source_interval_bounds",
+            ),
+        ]
 
     def __str__(self) -> str:
         labels = f" [{', '.join(self.labels)}]" if self.labels else ""
@@ -32,6 +57,13 @@ class Source(TimestampedModel):
 
 
 class SyncRun(models.Model):
+    """One sync of a source, possibly spread over several task executions (a rate-limit wait,
+    a retry after a server error, a worker that died). At most one run of a source is active.
+
+    A run is leased: whoever executes it pushes `lease_expires_at` forward as it makes progress.
+    An active run whose lease has expired counts as lost, and the next sync request replaces it.
+    """
+
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
@@ -39,20 +71,99 @@ class SyncRun(models.Model):
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
 
+    class Trigger(models.TextChoices):
+        MANUAL = "manual", "Sync now"
+        SCHEDULE = "schedule", "Schedule"
+        COMMAND = "command", "Command line"
+
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING, Status.WAITING)
+
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="runs")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.MANUAL)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     queued_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # seen, created, updated, unchanged, pull_requests_skipped, comments, fixes, gone, ...
     counts = models.JSONField(default=dict, blank=True)
     requests_used = models.PositiveIntegerField(default=0)
     rate_limit_remaining = models.IntegerField(null=True, blank=True)
     rate_limit_reset = models.DateTimeField(null=True, blank=True)
+    # 0 to 1, estimated from the span of update times covered so far.
     progress = models.FloatField(default=0.0)
     error = models.TextField(blank=True)
+    # The Celery task id of the message that started the run (empty when run in-process).
+    task_id = models.CharField(max_length=64, blank=True)
+    # Who holds the lease ("host:pid:token"); empty while queued.
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # How many times an execution claimed this run.
+    attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-queued_at", "-id"]
+        constraints = [
+            # The database itself keeps two syncs of one source from running at once.
+            models.UniqueConstraint(
+                fields=["source"],
+                condition=models.Q(status__in=["queued", "running", "waiting"]),
+                name="one_active_run_per_source",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(progress__gte=0, progress__lte=1), name="run_progress_fraction"
+            ),
+        ]
+        indexes = [models.Index(fields=["source", "-queued_at"])]
 
     def __str__(self) -> str:
         return f"sync of {self.source_id}: {self.status}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.progress)
+
+
+class StudyFollow(TimestampedModel):
+    """A study that takes in the matching issues a source brings: new issues (and stored ones
+    that come to match, for example once a fix is linked) become items of the study's current
+    round and are assigned. Issues are never removed from a study by a sync."""
+
+    class State(models.TextChoices):
+        ANY = "any", "Any"
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="follows")
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="source_follows")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.ANY)
+    # Every one of these labels must be on the issue (compared without regard to case).
+    labels = models.JSONField(default=list, blank=True)
+    requires_linked_fix = models.BooleanField(default=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["source", "study"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "study"], name="unique_study_follow"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.study} follows {self.source}"

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from labeling import views
+from labeling.sources_views import sources
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -16,4 +17,5 @@ urlpatterns = [
     path("studies/<slug:slug>/agreement/", views.agreement, name="agreement"),
     path("codebooks/", views.codebooks, name="codebooks"),
     path("codebooks/versions/<int:version_id>/", views.codebook_version, name="codebook_version"),
+    path("sources/", sources, name="sources"),
 ]

@@ -165,3 +165,56 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
 }
+
+# GitHub ingestion (see README.md, "GitHub ingestion").
+# Queue of the ingest tasks; tests give each session a queue of its own.
+INGEST_QUEUE = env("INGEST_QUEUE", default="celery")
+# Issues per list page (GitHub allows at most 100).
+INGEST_PER_PAGE = env.int("INGEST_PER_PAGE", default=100)
+# A run that has not reported progress for this long counts as lost (its worker died).
+INGEST_LEASE_SECONDS = env.int("INGEST_LEASE_SECONDS", default=300)
+# A queued run that no worker took within this time counts as lost too (a message lost with a
+# broker, no worker running); it is generous because runs of other sources may be ahead of it.
+INGEST_QUEUED_TIMEOUT_SECONDS = env.int("INGEST_QUEUED_TIMEOUT_SECONDS", default=60 * 60)
+# Each sync lists again from this long before the newest stored update: GitHub's list is
+# eventually consistent, so an update can show up a little after its timestamp.
+INGEST_OVERLAP_SECONDS = env.int("INGEST_OVERLAP_SECONDS", default=60)
+# How often a source's stored issues are checked against a full listing, which is what finds
+# issues deleted or transferred away since they were stored (an incremental listing cannot).
+INGEST_RECONCILE_HOURS = env.int("INGEST_RECONCILE_HOURS", default=24)
+# Task-level retries of transient GitHub errors (5xx, timeouts), on top of the client's own.
+INGEST_MAX_RETRIES = env.int("INGEST_MAX_RETRIES", default=6)
+INGEST_RETRY_BACKOFF_SECONDS = env.int("INGEST_RETRY_BACKOFF_SECONDS", default=5)
+INGEST_RETRY_BACKOFF_MAX_SECONDS = env.int("INGEST_RETRY_BACKOFF_MAX_SECONDS", default=300)
+# One execution of a sync stops after this long (at a page boundary) and queues the rest, so
+# a first sync of a large repository stays under CELERY_TASK_SOFT_TIME_LIMIT.
+INGEST_EXECUTION_SECONDS = env.int("INGEST_EXECUTION_SECONDS", default=30 * 60)
+
+# Celery beat with its default PersistentScheduler: one static entry. Per-source intervals live
+# in the database and sync_due_sources reads them every minute, so sources are added, changed
+# and paused without restarting beat and without a database scheduler.
+CELERY_BEAT_SCHEDULE = {
+    "sync-due-sources": {
+        "task": "ingest.tasks.sync_due_sources",
+        "schedule": 60.0,
+        # A tick nobody ran within its minute is superseded by the next one.
+        "options": {"queue": INGEST_QUEUE, "expires": 55},
+    },
+}
+# Redis redelivers a message not acknowledged within this time. A sync runs at most
+# CELERY_TASK_TIME_LIMIT, and a rate-limit wait (a message with an eta) lasts at most an hour,
+# so the default of one hour would hand a long sync to a second worker while the first still
+# runs. Runs are leased in the database, so a redelivery is harmless anyway, just wasted.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 2 * 60 * 60}
+# Names of enums in the API schema: the ingest models add more fields named "state" and
+# "status", and without names drf-spectacular falls back to hashed ones.
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
+    **SPECTACULAR_SETTINGS.get("ENUM_NAME_OVERRIDES", {}),
+    "SourceStateEnum": "ingest.models.Source.State",
+    "StudyFollowStateEnum": "ingest.models.StudyFollow.State",
+    "SyncRunStatusEnum": "ingest.models.SyncRun.Status",
+    "SyncRunTriggerEnum": "ingest.models.SyncRun.Trigger",
+    # Their neighbours of the same field name, which would otherwise get hashed names.
+    "IssueStateEnum": "labeling.models.Issue.State",
+    "CodebookVersionStatusEnum": "taxonomy.models.CodebookVersion.Status",
+}

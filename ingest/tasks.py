@@ -1,0 +1,76 @@
+"""Celery tasks: thin adapters over ingest.services. They take ids and re-fetch."""
+
+import logging
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+
+from ingest.github import TransientGitHubError
+from ingest.models import Source, SyncRun
+from ingest.services import (
+    sync_due_sources_request,
+    sync_request,
+    sync_run_execute,
+    sync_run_fail,
+    worker_name,
+)
+
+logger = logging.getLogger(__name__)
+
+# The wake-up after a rate limit comes a moment after GitHub's reset time, not on it.
+RESET_MARGIN = timedelta(seconds=1)
+
+
+@shared_task(
+    bind=True,
+    # Acknowledged only when done, and given back to the broker if the worker process dies, so
+    # no sync is silently dropped; a second delivery finds the run leased or finished and stops.
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(TransientGitHubError,),
+    retry_backoff=settings.INGEST_RETRY_BACKOFF_SECONDS,
+    retry_backoff_max=settings.INGEST_RETRY_BACKOFF_MAX_SECONDS,
+    retry_jitter=True,
+    max_retries=settings.INGEST_MAX_RETRIES,
+    # The run row is the result; nothing reads Celery's.
+    ignore_result=True,
+)
+def sync_source(self, source_id: int, run_id: int | None = None) -> dict:
+    """Sync a source (the run that `sync_request` queued, or the source's active run).
+
+    A rate limit does not hold the worker: the task sends itself again for the reset time and
+    returns. Pages are committed as they are read, so a retry or a resumed run starts where the
+    last one stopped.
+    """
+    if run_id is None:
+        source = Source.objects.get(pk=source_id)
+        run_id = sync_request(source=source, trigger=SyncRun.Trigger.SCHEDULE, enqueue=False).pk
+    try:
+        outcome = sync_run_execute(run_id=run_id, worker=worker_name(self.request.id))
+        while outcome.status == SyncRun.Status.QUEUED and self.request.is_eager:
+            outcome = sync_run_execute(run_id=run_id, worker=worker_name(self.request.id))
+    except TransientGitHubError as error:
+        if self.request.retries >= self.max_retries:
+            sync_run_fail(run_id=run_id, error=f"GitHub kept failing: {error}")
+        raise
+    if outcome.status == SyncRun.Status.QUEUED:
+        # Paused after its time budget: the rest goes to the back of the queue.
+        sync_source.apply_async(args=[source_id, run_id], queue=settings.INGEST_QUEUE)
+    elif outcome.status == SyncRun.Status.WAITING and outcome.wait_until is not None:
+        if self.request.is_eager:
+            # Inline tasks (the embedded default) cannot wait; "Sync now" after the reset resumes.
+            logger.info("sync run %s waits for the rate limit until %s", run_id, outcome.wait_until)
+        else:
+            sync_source.apply_async(
+                args=[source_id, run_id],
+                eta=outcome.wait_until + RESET_MARGIN,
+                queue=settings.INGEST_QUEUE,
+            )
+    return {"run_id": run_id, "status": outcome.status}
+
+
+@shared_task(ignore_result=True)
+def sync_due_sources() -> int:
+    """Beat's minute tick: request a sync of every source whose interval has passed."""
+    return len(sync_due_sources_request())

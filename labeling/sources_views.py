@@ -1,0 +1,110 @@
+"""The Sources page (/sources/): GitHub sources, "Sync now" and a live progress bar per source.
+
+The one place in labeling that imports ingest: the page belongs with the other pages, the
+sources and runs it shows belong to ingest.
+"""
+
+from datetime import UTC
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from common.exceptions import ApplicationError
+from ingest.models import MAX_INTERVAL_MINUTES, MIN_INTERVAL_MINUTES, Source
+from ingest.selectors import (
+    runs_latest,
+    source_list,
+    sync_run_get,
+    sync_run_list,
+    user_can_manage_sources,
+)
+from ingest.services import source_create, sync_request
+
+RECENT_RUNS = 15
+
+
+class SourceForm(forms.Form):
+    repository = forms.CharField(
+        max_length=300, help_text="OWNER/NAME, for example microsoft/DeepSpeed"
+    )
+    state = forms.ChoiceField(choices=Source.State.choices, initial=Source.State.CLOSED)
+    labels = forms.CharField(
+        required=False, help_text="Issues must carry all of them; separate with commas"
+    )
+    since = forms.DateTimeField(
+        required=False,
+        help_text="Only issues updated since then (UTC)",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+    )
+    interval_minutes = forms.IntegerField(
+        initial=60, min_value=MIN_INTERVAL_MINUTES, max_value=MAX_INTERVAL_MINUTES
+    )
+    include_pull_requests = forms.BooleanField(required=False)
+
+    def source_options(self) -> dict:
+        data = dict(self.cleaned_data)
+        data["labels"] = [label.strip() for label in data["labels"].split(",") if label.strip()]
+        since = data["since"]
+        if since is not None:
+            data["since"] = since.astimezone(UTC) if since.tzinfo else since.replace(tzinfo=UTC)
+        return data
+
+
+def _check_manager(request: HttpRequest) -> None:
+    if not user_can_manage_sources(user=request.user):
+        raise PermissionDenied("Sources are for superusers and the managers of a study.")
+
+
+@login_required
+def sources(request: HttpRequest) -> HttpResponse:
+    """GET: the page, or with `?run=ID` (htmx) one run's progress. POST: add a source
+    (`action=create`) or start a sync (`action=sync`, `source=ID`)."""
+    _check_manager(request)
+    if request.method == "POST":
+        return _sources_post(request)
+    run_id = request.GET.get("run", "")
+    if run_id:
+        run = sync_run_get(run_id=int(run_id)) if run_id.isdigit() else None
+        if run is None:
+            raise Http404("No such sync run.")
+        return render(request, "labeling/_sync_run.html", {"run": run, "source_id": run.source_id})
+    return _page(request, SourceForm())
+
+
+def _page(request: HttpRequest, form: SourceForm, *, status: int = 200) -> HttpResponse:
+    listed = list(source_list())
+    latest = runs_latest(sources=listed)
+    rows = [{"source": source, "run": latest.get(source.pk)} for source in listed]
+    context = {"rows": rows, "form": form, "recent_runs": list(sync_run_list()[:RECENT_RUNS])}
+    return render(request, "labeling/sources.html", context, status=status)
+
+
+def _sources_post(request: HttpRequest) -> HttpResponse:
+    action = request.POST.get("action")
+    if action == "create":
+        form = SourceForm(request.POST)
+        if not form.is_valid():
+            return _page(request, form, status=400)
+        try:
+            source = source_create(**form.source_options(), created_by=request.user)
+        except ApplicationError as error:
+            form.add_error(None, error.message)
+            return _page(request, form, status=400)
+        messages.success(request, f"Added the source {source}.")
+        return redirect("sources")
+    if action == "sync":
+        source_id = request.POST.get("source", "")
+        source = Source.objects.filter(pk=source_id).first() if source_id.isdigit() else None
+        if source is None:
+            raise Http404("No such source.")
+        run = sync_request(source=source, requested_by=request.user)
+        if request.htmx:
+            run = sync_run_get(run_id=run.pk)
+            return render(request, "labeling/_sync_run.html", {"run": run, "source_id": source.pk})
+        messages.success(request, f"Sync of {source} requested.")
+        return redirect("sources")
+    return HttpResponse("Unknown action.", status=400)
