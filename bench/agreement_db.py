@@ -11,14 +11,11 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/issuecoder_bench"
+from benchkit import DEFAULT_POSTGRES, ROOT, postgres_database, run_child
 
 
 def child(database_url: str, n_items: int) -> None:
@@ -135,9 +132,6 @@ def main() -> None:
     if args.child:
         child(args.child[0], int(args.child[1]))
         return
-    sys.path.insert(0, str(ROOT / "bench"))
-    from import_issues import fresh_postgres
-
     print(f"study: {args.items} items x 3 annotators x 9 dimensions (starter codebook)")
     print(
         f"{'database':<11} {'annotations':>11} {'label table s':>13} {'report s':>9} "
@@ -148,16 +142,9 @@ def main() -> None:
             ("SQLite", f"sqlite:///{folder}/agreement.sqlite3"),
             ("PostgreSQL", args.postgres),
         ):
-            if label == "PostgreSQL" and not fresh_postgres(url):
+            if label == "PostgreSQL" and not postgres_database(url):
                 continue
-            output = subprocess.run(
-                [sys.executable, __file__, "--child", url, str(args.items)],
-                check=True,
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-            ).stdout
-            result = json.loads(output.strip().splitlines()[-1])
+            result = run_child(__file__, url, str(args.items))
             print(
                 f"{label:<11} {result['annotations']:>11} {result['label table']:>13.2f} "
                 f"{result['report']:>9.2f} {result['report, B=1000']:>16.2f}"

@@ -13,15 +13,14 @@ import json
 import os
 import random
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchkit import DEFAULT_POSTGRES, ROOT, postgres_database, run_child
+
 SAMPLE = ROOT / "labeling" / "data" / "sample-issues.jsonl"
-DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/issuecoder_bench"
 
 
 def make_dump(path: Path, n_issues: int, seed: int = 7) -> int:
@@ -77,32 +76,6 @@ def child(database_url: str, dump: Path) -> None:
     )
 
 
-def fresh_postgres(url: str) -> bool:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin_url = url.rsplit("/", 1)[0] + "/postgres"
-    try:
-        with psycopg.connect(admin_url, autocommit=True, connect_timeout=3) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
-            connection.execute(f'CREATE DATABASE "{name}"')
-    except psycopg.OperationalError as error:
-        print(f"PostgreSQL not reachable ({error}); skipping it.")
-        return False
-    return True
-
-
-def run(database_url: str, dump: Path) -> dict:
-    output = subprocess.run(
-        [sys.executable, __file__, "--child", database_url, str(dump)],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    ).stdout
-    return json.loads(output.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--issues", type=int, default=10_000)
@@ -133,9 +106,9 @@ def main() -> None:
                 url = url_for()
                 if label == "SQLite":
                     Path(url.removeprefix("sqlite:///")).unlink(missing_ok=True)
-                elif not fresh_postgres(url):
+                elif not postgres_database(url):
                     break
-                result = run(url, dumps[n])
+                result = run_child(__file__, url, str(dumps[n]))
                 print(
                     f"{label:<11} {result['issues']:>7} {result['comments']:>8} "
                     f"{result['store_seconds']:>8.2f} "

@@ -20,14 +20,13 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from benchkit import ROOT, postgres_database, run_child
+
 sys.path.insert(0, str(ROOT))
 
 SAMPLE = ROOT / "labeling" / "data" / "sample-issues.jsonl"
@@ -113,34 +112,6 @@ def child(database_url: str, github_url: str, mode: str) -> None:
     )
 
 
-def run_child(database_url: str, github_url: str, mode: str) -> dict:
-    output = subprocess.run(
-        [sys.executable, __file__, "--child", database_url, github_url, mode],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    ).stdout
-    return json.loads(output.strip().splitlines()[-1])
-
-
-def postgres_database(url: str, *, create: bool) -> bool:
-    """Drop the benchmark's database and, with `create`, make it again, empty."""
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin_url = url.rsplit("/", 1)[0] + "/postgres"
-    try:
-        with psycopg.connect(admin_url, autocommit=True, connect_timeout=3) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}"')
-            if create:
-                connection.execute(f'CREATE DATABASE "{name}"')
-    except psycopg.OperationalError as error:
-        print(f"PostgreSQL not reachable ({error}); skipping it.")
-        return False
-    return True
-
-
 def request_kinds(paths: list[str]) -> Counter:
     kinds: Counter = Counter()
     for path in paths:
@@ -189,10 +160,10 @@ def main() -> None:
             )
             for label, url in targets:
                 github.reset_log()
-                first = run_child(url, github.base_url, "first")
+                first = run_child(__file__, url, github.base_url, "first")
                 kinds = request_kinds(github.paths_requested())
                 github.reset_log()
-                again = run_child(url, github.base_url, "again")
+                again = run_child(__file__, url, github.base_url, "again")
                 assert first["status"] == again["status"] == "done", (first, again)
                 assert again["counts"].get("created", 0) == again["counts"].get("updated", 0) == 0
                 issues = first["issues"]

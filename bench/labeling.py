@@ -17,10 +17,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/issuecoder_bench"
+from benchkit import DEFAULT_POSTGRES, ROOT, postgres_database
+
 REQUESTS = 200
 
 
@@ -169,9 +168,6 @@ def main() -> None:
     if args.child:
         child(args.child[0], int(args.child[1]))
         return
-    sys.path.insert(0, str(ROOT / "bench"))
-    from import_issues import fresh_postgres
-
     print(f"{REQUESTS} requests each; server-side time through the full Django stack")
     print(f"{'database':<11} {'issues':>7} {'page p50':>9} {'page p95':>9} {'queries':>7} "
           f"{'submit p50':>10} {'submit p95':>10} {'queries':>7}")  # fmt: skip
@@ -179,7 +175,7 @@ def main() -> None:
         for n in args.sizes:
             url = args.postgres
             label = "PostgreSQL"
-            if not fresh_postgres(url):
+            if not postgres_database(url):
                 url, label = f"sqlite:///{folder}/labeling-{n}.sqlite3", "SQLite"
             output = subprocess.run(
                 [sys.executable, __file__, "--child", url, str(n)],
