@@ -1,11 +1,14 @@
 """Writes to the corpus: issues, comments and linked fixes, from import files or from GitHub."""
 
+import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from django.db import connection, models, transaction
 from django.utils import timezone
 
@@ -247,42 +250,84 @@ def bulk_upsert(
 
     QuerySet.bulk_create(update_conflicts=True) does the same but compiles every value of every
     row through the ORM, which was two thirds of an import's time; here values are adapted once
-    with the backend's own adapters and sent with executemany. All rows must have the same keys,
-    and no signal or auto_now runs.
+    and sent with executemany, or on PostgreSQL with COPY into a temporary table and one
+    INSERT ... SELECT. All rows must have the same keys, and no signal or auto_now runs. Must run
+    inside a transaction.
     """
     if not rows:
         return
     fields = [model._meta.get_field(name) for name in rows[0]]
     quote = connection.ops.quote_name
-    columns = [field.column for field in fields]
+    columns = ", ".join(quote(field.column) for field in fields)
     conflict = {model._meta.get_field(name).column for name in unique_fields}
-    # Only model metadata, quoted by the backend, is formatted into the statement; values are
-    # parameters.
-    sql = (
-        f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(map(quote, columns))}) "  # noqa: S608
-        f"VALUES ({', '.join(['%s'] * len(columns))}) "
+    on_conflict = (
         f"ON CONFLICT ({', '.join(quote(column) for column in conflict)}) DO UPDATE SET "
         + ", ".join(
-            f"{quote(column)} = EXCLUDED.{quote(column)}"
-            for column in columns
-            if column not in conflict
+            f"{quote(field.column)} = EXCLUDED.{quote(field.column)}"
+            for field in fields
+            if field.column not in conflict
         )
     )
+    table = quote(model._meta.db_table)
     adapters = [_adapter(field) for field in fields]
     names = list(rows[0])
     params = [
         tuple(adapt(row[name]) for adapt, name in zip(adapters, names, strict=True)) for row in rows
     ]
+    # Only model metadata, quoted by the backend, is formatted into statements; values are
+    # parameters or COPY data.
     with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+        if connection.vendor != "postgresql":
+            placeholders = ", ".join(["%s"] * len(fields))
+            cursor.executemany(
+                f"INSERT INTO {table} ({columns}) VALUES ({placeholders}) {on_conflict}",  # noqa: S608
+                params,
+            )
+            return
+        # One staging table per table and column list, since it keeps the first list's shape.
+        shape = hashlib.blake2s(columns.encode(), digest_size=4).hexdigest()
+        staging = quote(f"staging_{model._meta.db_table}_{shape}")
+        # The staging table has the columns' types and no constraints; it lives with the
+        # connection and is emptied after each use.
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS {staging} AS "  # noqa: S608
+            f"SELECT {columns} FROM {table} WITH NO DATA"
+        )
+        with cursor.cursor.copy(f"COPY {staging} ({columns}) FROM STDIN") as copy:
+            for row in params:
+                copy.write_row(row)
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {staging} {on_conflict}"  # noqa: S608
+        )
+        cursor.execute(f"TRUNCATE {staging}")
 
 
-def _adapter(field: models.Field):
+def _adapter(field: models.Field) -> Callable[[Any], Any]:
+    """How a value of `field` is sent to this database, without the ORM's per-value checks.
+
+    Serialising JSON and times was half the time of an import. JSON goes through orjson (the
+    same JSON text up to whitespace and escaping); an aware time is what PostgreSQL takes as it
+    is, and what Django stores on SQLite as naive UTC text ("2025-02-20 16:12:14").
+    """
     if isinstance(field, models.JSONField):
-        return lambda value: connection.ops.adapt_json_value(value, field.encoder)
+        return _json_text  # PostgreSQL's COPY reads jsonb from its text
     if isinstance(field, models.DateTimeField):
+        if connection.vendor == "sqlite":
+            return _sqlite_time
+        if connection.vendor == "postgresql":
+            return lambda value: value
         return connection.ops.adapt_datetimefield_value
     return lambda value: value
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _sqlite_time(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
 
 
 def issue_items_flag_changed(*, issue_ids: list[int]) -> int:
