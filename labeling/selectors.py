@@ -11,12 +11,13 @@ from labeling.models import (
     Assignment,
     Issue,
     IssueComment,
+    LinkedFix,
     Membership,
     Study,
     StudyItem,
 )
 from taxonomy.models import Dimension
-from taxonomy.selectors import dimensions_of
+from taxonomy.selectors import dimensions_of_version
 
 
 def study_roles(*, study: Study, user: AbstractBaseUser) -> set[str]:
@@ -106,6 +107,7 @@ def assignment_get_for_annotator(
 class LabelingPage:
     assignment: Assignment
     issue: Issue
+    fixes: list[LinkedFix]
     comments: list[IssueComment]
     dimensions: list[Dimension]
     annotations: dict[int, Annotation]  # by dimension id; only the annotator's own
@@ -113,14 +115,11 @@ class LabelingPage:
 
 def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
     """Everything the labeling page shows, in a fixed number of queries."""
-    issue = (
-        Issue.objects.select_related("repository")
-        .prefetch_related("linked_fixes")
-        .get(pk=assignment.item.issue_id)
-    )
+    issue = assignment.item.issue  # fetched with the assignment
+    fixes = list(LinkedFix.objects.filter(issue=issue).order_by("kind", "ref"))
     comments = list(IssueComment.objects.filter(issue=issue).order_by("created_at", "github_id"))
     # Categories are not loaded: the page takes each dimension's tree from the cache.
-    dimensions = dimensions_of(version_id=study.codebook_version_id)
+    dimensions = dimensions_of_version(version=study.codebook_version)
     annotations = {
         a.dimension_id: a
         for a in Annotation.objects.filter(assignment=assignment).prefetch_related(
@@ -130,6 +129,7 @@ def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
     return LabelingPage(
         assignment=assignment,
         issue=issue,
+        fixes=fixes,
         comments=comments,
         dimensions=dimensions,
         annotations=annotations,

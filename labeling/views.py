@@ -37,7 +37,11 @@ from labeling.selectors import (
 from labeling.services.annotations import assignment_save, assignment_skip
 from labeling.services.studies import item_next_for_annotator
 from taxonomy.models import CodebookVersion
-from taxonomy.selectors import codebook_list, dimensions_of, dimensions_with_categories
+from taxonomy.selectors import (
+    codebook_list,
+    dimensions_of_version,
+    dimensions_with_categories,
+)
 
 
 @login_required
@@ -98,7 +102,7 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     if request.method == "POST":
         action = request.POST.get("action", "draft")
         answers = answers_from_form(
-            request.POST, dimensions_of(version_id=study.codebook_version_id)
+            request.POST, dimensions_of_version(version=study.codebook_version)
         )
         saving = {
             "assignment": assignment,
@@ -156,7 +160,7 @@ def label_item_autosave(request: HttpRequest, slug: str, item_id: int) -> JsonRe
     """The labeling page's background draft save: JSON in the API's error shape."""
     study, _ = study_get_for_user(slug=slug, user=request.user)
     assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
-    dimensions = dimensions_of(version_id=study.codebook_version_id)
+    dimensions = dimensions_of_version(version=study.codebook_version)
     try:
         assignment = assignment_save(
             assignment=assignment,

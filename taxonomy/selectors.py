@@ -1,3 +1,4 @@
+from django.core.cache import cache
 from django.db.models import Prefetch, QuerySet
 
 from common.exceptions import ApplicationError
@@ -30,6 +31,17 @@ def codebook_version_get(*, name: str, label: str | None = None) -> CodebookVers
 def dimensions_of(*, version_id: int) -> list[Dimension]:
     """The dimensions of a version in order, without their categories (one query)."""
     return list(Dimension.objects.filter(version_id=version_id).order_by("position"))
+
+
+def dimensions_of_version(*, version: CodebookVersion) -> list[Dimension]:
+    """`dimensions_of`, kept in the cache for a published version (which never changes)."""
+    if not version.is_published:
+        return dimensions_of(version_id=version.id)
+    return cache.get_or_set(
+        f"taxonomy:dimensions:{version.id}:{version.content_hash}",
+        lambda: dimensions_of(version_id=version.id),
+        24 * 60 * 60,
+    )
 
 
 def dimensions_with_categories(*, version_id: int) -> list[Dimension]:

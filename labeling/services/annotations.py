@@ -21,6 +21,7 @@ from labeling.models import (
 )
 from labeling.services.studies import study_items_add, study_member_add
 from taxonomy.models import Category, Dimension
+from taxonomy.selectors import dimensions_of_version
 
 MAX_TEXT = 20_000
 
@@ -70,8 +71,7 @@ def assignment_save(
             extra={"version": assignment.version},
         )
     dimensions = {
-        d.key: d
-        for d in Dimension.objects.filter(version_id=assignment.item.study.codebook_version_id)
+        d.key: d for d in dimensions_of_version(version=assignment.item.study.codebook_version)
     }
     unknown = sorted(set(answers) - dimensions.keys())
     if unknown:
