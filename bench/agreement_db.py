@@ -11,25 +11,17 @@ import argparse
 import json
 import os
 import random
-import sys
 import tempfile
 import time
 
-from benchkit import DEFAULT_POSTGRES, ROOT, postgres_database, run_child
+from benchkit import DEFAULT_POSTGRES, ROOT, django_setup, postgres_database, run_child
 
 
 def child(database_url: str, n_items: int) -> None:
-    os.environ["DATABASE_URL"] = database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    django_setup(database_url)
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.utils import timezone
 
-    call_command("migrate", verbosity=0)
     from labeling.agreement_report import study_agreement_report, study_label_table
     from labeling.models import Annotation, Assignment, Issue, Repository, StudyItem
     from labeling.services.studies import study_create

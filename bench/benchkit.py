@@ -2,6 +2,7 @@
 child process (one database URL per process, memory measured on its own)."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,3 +39,17 @@ def run_child(script: str, *arguments: str) -> dict:
         cwd=ROOT,
     ).stdout
     return json.loads(output.strip().splitlines()[-1])
+
+
+def django_setup(database_url: str, **environment: str) -> None:
+    """Start Django in this (child) process on the given database, migrated."""
+    os.environ.update(
+        DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="config.settings.test", **environment
+    )
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)

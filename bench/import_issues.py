@@ -13,12 +13,11 @@ import json
 import os
 import random
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchkit import DEFAULT_POSTGRES, ROOT, postgres_database, run_child
+from benchkit import DEFAULT_POSTGRES, ROOT, django_setup, postgres_database, run_child
 
 SAMPLE = ROOT / "labeling" / "data" / "sample-issues.jsonl"
 
@@ -41,15 +40,8 @@ def make_dump(path: Path, n_issues: int, seed: int = 7) -> int:
 
 
 def child(database_url: str, dump: Path) -> None:
-    os.environ["DATABASE_URL"] = database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    sys.path.insert(0, str(ROOT))
-    import django
+    django_setup(database_url)
 
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
     from labeling.issue_import import issue_file_lines
     from labeling.services.corpus import issue_texts_render, issues_import
 

@@ -25,7 +25,7 @@ import tempfile
 import time
 from collections import Counter
 
-from benchkit import ROOT, postgres_database, run_child
+from benchkit import ROOT, django_setup, postgres_database, run_child
 
 sys.path.insert(0, str(ROOT))
 
@@ -72,24 +72,13 @@ def build_server(n_issues: int, fixed_share: float, seed: int = 11):
     return github
 
 
-def child(database_url: str, github_url: str, mode: str) -> None:
-    os.environ.update(
-        DATABASE_URL=database_url,
-        DJANGO_SETTINGS_MODULE="config.settings.test",
-        GITHUB_API_URL=github_url,
-        GITHUB_TOKEN="",
-    )
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
+def child(database_url: str, github_url: str) -> None:
+    # Migrating again is a no-op for the second sync.
+    django_setup(database_url, GITHUB_API_URL=github_url, GITHUB_TOKEN="")
     from ingest.models import Source
     from ingest.services import source_get_or_create, sync_request, sync_run_to_completion
     from labeling.models import Issue, IssueComment, LinkedFix
 
-    if mode == "first":
-        call_command("migrate", verbosity=0)
     source, _ = source_get_or_create(repository=f"{OWNER}/{NAME}")
     source = Source.objects.get(pk=source.pk)
     run = sync_request(source=source, enqueue=False)
@@ -134,7 +123,7 @@ def main() -> None:
     parser.add_argument(
         "--postgres", default=os.environ.get("BENCH_POSTGRES_URL", DEFAULT_POSTGRES)
     )
-    parser.add_argument("--child", nargs=3, metavar=("DATABASE_URL", "GITHUB_URL", "MODE"))
+    parser.add_argument("--child", nargs=2, metavar=("DATABASE_URL", "GITHUB_URL"))
     args = parser.parse_args()
     if args.child:
         child(*args.child)
@@ -160,10 +149,10 @@ def main() -> None:
             )
             for label, url in targets:
                 github.reset_log()
-                first = run_child(__file__, url, github.base_url, "first")
+                first = run_child(__file__, url, github.base_url)
                 kinds = request_kinds(github.paths_requested())
                 github.reset_log()
-                again = run_child(__file__, url, github.base_url, "again")
+                again = run_child(__file__, url, github.base_url)
                 assert first["status"] == again["status"] == "done", (first, again)
                 assert again["counts"].get("created", 0) == again["counts"].get("updated", 0) == 0
                 issues = first["issues"]

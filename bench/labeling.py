@@ -18,29 +18,22 @@ import sys
 import tempfile
 import time
 
-from benchkit import DEFAULT_POSTGRES, ROOT, postgres_database
+from benchkit import DEFAULT_POSTGRES, ROOT, django_setup, postgres_database
 
 REQUESTS = 200
 
 
 def child(database_url: str, n_issues: int) -> None:
-    os.environ["DATABASE_URL"] = database_url
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.test"
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
+    django_setup(database_url)
     from django.conf import settings
 
     settings.ALLOWED_HOSTS = ["testserver"]
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
-    call_command("migrate", verbosity=0)
     from labeling.models import Assignment, Issue, IssueComment, Repository, StudyItem
     from labeling.rendering import render_markdown
     from labeling.services.corpus import bulk_upsert
