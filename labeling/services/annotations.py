@@ -222,8 +222,10 @@ def _categories_by_dimension(
     answers: Mapping[str, DimensionAnswer], dimensions: Mapping[str, Dimension]
 ) -> dict[str, list[Category]]:
     wanted_ids = [dimensions[key].id for key in answers]
+    wanted_keys = {key for answer in answers.values() for key in answer.category_keys}
     by_dimension: dict[int, dict[str, Category]] = {}
-    for category in Category.objects.filter(dimension_id__in=wanted_ids):
+    # Only the named categories are read; a key found in no dimension is reported below.
+    for category in Category.objects.filter(dimension_id__in=wanted_ids, key__in=wanted_keys):
         by_dimension.setdefault(category.dimension_id, {})[category.key] = category
     chosen: dict[str, list[Category]] = {}
     for key, answer in answers.items():
