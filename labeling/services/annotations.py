@@ -160,8 +160,8 @@ def _annotations_write(
     for change in changes:
         answer = change.answer
         new_state = (
-            sorted(c.key for c in change.chosen), answer.unsure, answer.rationale[:MAX_TEXT],
-            answer.evidence[:MAX_TEXT], answer.proposal[:200],
+            sorted(c.key for c in change.chosen), answer.unsure, _text(answer.rationale, MAX_TEXT),
+            _text(answer.evidence, MAX_TEXT), _text(answer.proposal, 200),
         )  # fmt: skip
         annotation = change.annotation
         if annotation is not None:
@@ -216,6 +216,11 @@ def _annotations_write(
         ]
     )
     return len(changed)
+
+
+def _text(value: str, limit: int) -> str:
+    # NUL is the one character PostgreSQL cannot store; a pasted log may carry it.
+    return value.replace("\x00", "")[:limit]
 
 
 def _categories_by_dimension(
@@ -300,7 +305,7 @@ def _answers_for_submit(
 def assignment_skip(*, assignment: Assignment, user: AbstractBaseUser, reason: str) -> Assignment:
     assignment = Assignment.objects.select_for_update().select_related("item").get(pk=assignment.pk)
     _check_can_edit(assignment=assignment, user=user)
-    reason = reason.strip()
+    reason = _text(reason, 2000).strip()
     if not reason:
         raise ApplicationError("Say why you skip this item.")
     if assignment.status == Assignment.Status.SUBMITTED:

@@ -130,3 +130,26 @@ def test_next_is_204_when_nothing_is_left(codebook_version, people, as_user):
         k=1,
     )
     assert as_user("annotator1").post("/api/studies/empty/next/").status_code == 204
+
+
+def test_nul_bytes_are_a_clear_error_in_the_api_and_dropped_from_forms(study, as_user, client):
+    api = as_user("annotator1")
+    assignment = api.post("/api/studies/demo/next/").json()
+    response = api.post(
+        f"/api/assignments/{assignment['id']}/draft/",
+        {"answers": {"root_cause": {"categories": [], "rationale": "log\u0000 line"}}},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "Null characters" in str(response.json()["error"]["details"])
+    # The labeling form goes straight to the service, which drops them.
+    client.force_login(Assignment.objects.get(pk=assignment["id"]).annotator)
+    page = client.post(
+        f"/studies/demo/items/{assignment['item']}/",
+        {"action": "draft", "rationale-root_cause": "log\x00 line"},
+    )
+    assert page.status_code == 302
+    stored = Assignment.objects.get(pk=assignment["id"]).annotations.get(
+        dimension__key="root_cause"
+    )
+    assert stored.rationale == "log line"
