@@ -29,7 +29,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Repository)
-class RepositoryAdmin(admin.ModelAdmin):
+class RepositoryAdmin(ReadOnlyAdmin):
+    """Repositories come from imports and syncs (a rename is found by the sync)."""
+
     list_display = ["owner", "name", "github_id", "renamed_to"]
     search_fields = ["owner", "name"]
 
