@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404
 
 from labeling.models import (
@@ -37,10 +37,24 @@ def study_list_for_user(*, user: AbstractBaseUser) -> QuerySet[Study]:
 
 def study_get_for_user(*, slug: str, user: AbstractBaseUser) -> tuple[Study, set[str]]:
     """The study and the user's roles in it; 404 for non-members, so that slugs don't leak."""
-    study = Study.objects.select_related("codebook_version__codebook").filter(slug=slug).first()
+    # The roles come with the study in one query: every page of a study starts here.
+    memberships = Membership.objects.filter(study=OuterRef("pk"), user_id=user.pk)
+    study = (
+        Study.objects.select_related("codebook_version__codebook")
+        .annotate(
+            **{
+                f"is_{role}": Exists(memberships.filter(role=role))
+                for role in Membership.Role.values
+            }
+        )
+        .filter(slug=slug)
+        .first()
+    )
     if study is None:
         raise Http404("No such study.")
-    roles = study_roles(study=study, user=user)
+    roles = {role for role in Membership.Role.values if getattr(study, f"is_{role}")}
+    if user.is_superuser:
+        roles.add(Membership.Role.MANAGER)
     if not roles:
         raise Http404("No such study.")
     return study, roles
