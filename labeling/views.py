@@ -44,6 +44,11 @@ from taxonomy.selectors import (
 )
 
 
+def _oversees(roles: set[str]) -> bool:
+    """Managers and adjudicators see the study's agreement; annotators do not."""
+    return bool(roles & {Membership.Role.MANAGER, Membership.Role.ADJUDICATOR})
+
+
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     return render(
@@ -54,7 +59,7 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 def study_overview(request: HttpRequest, slug: str) -> HttpResponse:
     study, roles = study_get_for_user(slug=slug, user=request.user)
-    oversees = bool(roles & {Membership.Role.MANAGER, Membership.Role.ADJUDICATOR})
+    oversees = _oversees(roles)
     context = {
         "study": study,
         "roles": sorted(roles),
@@ -69,10 +74,11 @@ def study_overview(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def queue(request: HttpRequest, slug: str) -> HttpResponse:
-    study, _ = study_get_for_user(slug=slug, user=request.user)
+    study, roles = study_get_for_user(slug=slug, user=request.user)
     status_filter = request.GET.get("status")
     context = {
         "study": study,
+        "oversees": _oversees(roles),
         "assignments": queue_for_annotator(
             study=study, user=request.user, status_filter=status_filter
         ),
@@ -96,7 +102,7 @@ def next_item(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
-    study, _ = study_get_for_user(slug=slug, user=request.user)
+    study, roles = study_get_for_user(slug=slug, user=request.user)
     assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
     status = 200
     if request.method == "POST":
@@ -144,6 +150,7 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
         "labeling/label_item.html",
         {
             "study": study,
+            "oversees": _oversees(roles),
             "page": page,
             "dimension_rows": dimension_rows(
                 page, content_hash=study.codebook_version.content_hash
@@ -195,7 +202,7 @@ DOWNLOADS = {
 @login_required
 def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     study, roles = study_get_for_user(slug=slug, user=request.user)
-    if not roles & {Membership.Role.MANAGER, Membership.Role.ADJUDICATOR}:
+    if not _oversees(roles):
         raise PermissionDenied("Agreement is for the study's managers and adjudicators.")
     form = AgreementFilterForm(request.GET or None, study=study)
     filters = form.cleaned_filters() if form.is_valid() else form.default_filters()
@@ -227,6 +234,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     statuses = study_round_statuses(study=study)
     context = {
         "study": study,
+        "oversees": True,
         "form": form,
         "rows": report_rows(report),
         "dimension_key": dimension_key,

@@ -380,3 +380,13 @@ def test_date_filter_in_command_and_api(filled_grant_study, people, capsys):
     assert response.json()["dimensions"]["decision"]["n_items"] == 0
     with pytest.raises(CommandError):
         call_command("agreement", "--study", "grants", "--since", "yesterday")
+
+
+def test_agreement_link_only_for_those_who_may_see_it(filled_grant_study, people, client):
+    from labeling.services.studies import study_member_add
+
+    study_member_add(study=filled_grant_study, user=people["annotator1"], role="annotator")
+    client.force_login(people["annotator1"])
+    assert "/studies/grants/agreement/" not in client.get("/studies/grants/queue/").content.decode()
+    client.force_login(people["manager"])
+    assert "/studies/grants/agreement/" in client.get("/studies/grants/").content.decode()
