@@ -112,7 +112,7 @@ def study_label_table(
         annotator = usernames[annotator_id]
         for key, label_set in by_dimension.items():
             table = tables.get(key)
-            if table is None or not _applies(table.dimension, by_dimension):
+            if table is None or not table.dimension.applies_given(by_dimension):
                 continue
             table.item_ids.append(item_id)
             table.annotators.append(annotator)
@@ -135,15 +135,6 @@ def _rolled_up_keys(
         path.reverse()  # root first
         rolled[category_id] = key_by_id[path[min(level, len(path) - 1)]]
     return rolled
-
-
-def _applies(dimension: Dimension, answers: dict[str, set[str]]) -> bool:
-    # A condition on a dimension the annotator did not rate at all (labels imported from a
-    # sheet without screening) does not exclude the rating.
-    return all(
-        other_key not in answers or answers[other_key] & set(category_keys)
-        for other_key, category_keys in dimension.applies_when.items()
-    )
 
 
 def study_agreement_report(

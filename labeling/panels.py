@@ -13,17 +13,16 @@ from django.utils.safestring import SafeString, mark_safe
 
 from labeling.selectors import LabelingPage
 from taxonomy.models import Dimension
+from taxonomy.selectors import category_depths
 
 CACHE_SECONDS = 24 * 60 * 60
 
 
 def _categories_html(dimension: Dimension, content_hash: str) -> str:
     def render() -> str:
-        depth: dict[int, int] = {}
-        entries = []
-        for category in dimension.categories.order_by("position"):
-            depth[category.id] = depth[category.parent_id] + 1 if category.parent_id else 0
-            entries.append({"category": category, "depth": depth[category.id]})
+        categories = list(dimension.categories.order_by("position"))
+        depth = category_depths(categories)
+        entries = [{"category": c, "depth": depth[c.id]} for c in categories]
         return render_to_string(
             "labeling/_categories.html", {"dimension": dimension, "categories": entries}
         )

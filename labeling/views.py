@@ -38,6 +38,7 @@ from labeling.services.annotations import assignment_save, assignment_skip
 from labeling.services.studies import item_next_for_annotator
 from taxonomy.models import CodebookVersion
 from taxonomy.selectors import (
+    category_depths,
     codebook_list,
     dimensions_of_version,
     dimensions_with_categories,
@@ -268,9 +269,8 @@ def codebook_version(request: HttpRequest, version_id: int) -> HttpResponse:
     version = get_object_or_404(CodebookVersion.objects.select_related("codebook"), pk=version_id)
     dimensions = dimensions_with_categories(version_id=version.id)
     for dimension in dimensions:
-        depth: dict[int, int] = {}
+        depth = category_depths(dimension.categories.all())
         for category in dimension.categories.all():
-            depth[category.id] = depth[category.parent_id] + 1 if category.parent_id else 0
             category.depth = depth[category.id]
     return render(
         request, "labeling/codebook_version.html", {"version": version, "dimensions": dimensions}

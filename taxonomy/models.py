@@ -1,3 +1,5 @@
+from collections.abc import Collection, Mapping
+
 from django.db import models
 
 from common.models import TimestampedModel
@@ -70,6 +72,15 @@ class Dimension(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def applies_given(self, chosen: Mapping[str, Collection[str]]) -> bool:
+        """Whether this dimension is to be answered, given the category keys chosen on other
+        dimensions (`applies_when`). A dimension not in `chosen` at all (labels imported from a
+        sheet without screening) does not exclude it."""
+        return all(
+            other_key not in chosen or set(chosen[other_key]) & set(category_keys)
+            for other_key, category_keys in self.applies_when.items()
+        )
 
 
 class Category(models.Model):

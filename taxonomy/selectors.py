@@ -1,3 +1,5 @@
+from collections.abc import Iterable
+
 from django.core.cache import cache
 from django.db.models import Prefetch, QuerySet
 
@@ -42,6 +44,15 @@ def dimensions_of_version(*, version: CodebookVersion) -> list[Dimension]:
         lambda: dimensions_of(version_id=version.id),
         24 * 60 * 60,
     )
+
+
+def category_depths(categories: Iterable[Category]) -> dict[int, int]:
+    """Depth of each category in its tree (0 for top level), by id. Parents come before their
+    children in `position` order, as the codebook loader stores them."""
+    depth: dict[int, int] = {}
+    for category in categories:
+        depth[category.id] = depth[category.parent_id] + 1 if category.parent_id else 0
+    return depth
 
 
 def dimensions_with_categories(*, version_id: int) -> list[Dimension]:

@@ -268,14 +268,6 @@ def _chosen_keys(
     return chosen
 
 
-def dimension_applies(dimension: Dimension, chosen: Mapping[str, set[str]]) -> bool:
-    """Whether a dimension is to be answered, given the categories chosen on the others."""
-    return all(
-        chosen.get(other_key, set()) & set(category_keys)
-        for other_key, category_keys in dimension.applies_when.items()
-    )
-
-
 def _answers_for_submit(
     dimensions: Mapping[str, Dimension],
     answers: Mapping[str, DimensionAnswer],
@@ -288,7 +280,7 @@ def _answers_for_submit(
     answers = dict(answers)
     missing = []
     for key, dimension in dimensions.items():
-        if not dimension_applies(dimension, chosen):
+        if not dimension.applies_given(chosen):
             if chosen[key] or key in answers or dimension.id in existing:
                 answers[key] = DimensionAnswer()
             continue
