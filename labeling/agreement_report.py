@@ -11,7 +11,7 @@ from datetime import datetime
 from django.contrib.auth import get_user_model
 
 from labeling.agreement import dimension_agreement, interpret_kappa
-from labeling.models import Annotation, Assignment, Round, Study
+from labeling.models import Annotation, Assignment, Round, Study, StudyItem
 from taxonomy.models import Category, Dimension
 
 
@@ -156,6 +156,27 @@ def study_agreement_report(
     tables = study_label_table(
         study=study, dimension_keys=dimension_keys, filters=filters, level=level
     )
+    dimensions = _dimensions_report(tables, weights=weights, bootstrap=bootstrap, seed=seed)
+    return {
+        "study": study.slug,
+        "filters": {
+            "round": filters.round_name,
+            "repository": filters.repository,
+            "level": level,
+            "bootstrap": bootstrap,
+            "seed": seed,
+        },
+        "dimensions": dimensions,
+    }
+
+
+def _dimensions_report(
+    tables: dict[str, DimensionTable],
+    *,
+    weights: str | None = None,
+    bootstrap: int = 0,
+    seed: int = 0,
+) -> dict[str, dict]:
     dimensions = {}
     for key, table in tables.items():
         report = dimension_agreement(
@@ -173,17 +194,18 @@ def study_agreement_report(
         report["multi_label"] = table.dimension.multi_label
         report["required"] = table.dimension.required
         dimensions[key] = report
-    return {
-        "study": study.slug,
-        "filters": {
-            "round": filters.round_name,
-            "repository": filters.repository,
-            "level": level,
-            "bootstrap": bootstrap,
-            "seed": seed,
-        },
-        "dimensions": dimensions,
-    }
+    return dimensions
+
+
+def _rows_of_items(table: DimensionTable, item_ids: set[int]) -> DimensionTable:
+    keep = [index for index, item_id in enumerate(table.item_ids) if item_id in item_ids]
+    return DimensionTable(
+        dimension=table.dimension,
+        categories=table.categories,
+        item_ids=[table.item_ids[index] for index in keep],
+        annotators=[table.annotators[index] for index in keep],
+        label_sets=[table.label_sets[index] for index in keep],
+    )
 
 
 @dataclass
@@ -203,19 +225,22 @@ class RoundStatus:
 def study_round_statuses(*, study: Study) -> list[RoundStatus]:
     """Per round: the mean Cohen's kappa of each dimension, and, where the round carries a
     target, whether every required dimension reached it."""
+    # The labels are read once and split by round, not read again for every round.
+    tables = study_label_table(study=study)
+    items_by_round: dict[int, set[int]] = defaultdict(set)
+    for item_id, round_id in StudyItem.objects.filter(study=study).values_list("id", "round_id"):
+        items_by_round[round_id].add(item_id)
     statuses = []
     for round_ in Round.objects.filter(study=study).order_by("position"):
-        report = study_agreement_report(
-            study=study, filters=LabelTableFilter(round_name=round_.name)
+        dimensions = _dimensions_report(
+            {key: _rows_of_items(table, items_by_round[round_.id]) for key, table in tables.items()}
         )
-        kappas = {
-            key: dimension["cohen_kappa"]["mean"] for key, dimension in report["dimensions"].items()
-        }
+        kappas = {key: dimension["cohen_kappa"]["mean"] for key, dimension in dimensions.items()}
         failing = []
         if round_.target_kappa is not None:
             failing = [
                 dimension["name"]
-                for key, dimension in report["dimensions"].items()
+                for key, dimension in dimensions.items()
                 if dimension["required"]
                 and (kappas[key] is None or kappas[key] < round_.target_kappa)
             ]
