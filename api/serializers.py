@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
-from labeling.models import Issue, IssueComment, LinkedFix, Round, Study
+from corpus.models import Issue, IssueComment, LinkedFix
+from labeling.models import Round, Study
 from taxonomy.models import Category, Codebook, CodebookVersion, Dimension
 
 

@@ -17,8 +17,9 @@ from api.serializers import (
     IssueSerializer,
     StudySerializer,
 )
+from corpus.models import Issue
 from labeling.agreement_report import LabelTableFilter, study_agreement_report
-from labeling.models import Issue, Membership, Study, StudyItem
+from labeling.models import Membership, Study, StudyItem
 from labeling.selectors import study_list_for_user, study_roles
 from labeling.services.studies import item_next_for_annotator
 from taxonomy.models import Category, CodebookVersion, Dimension

@@ -22,8 +22,9 @@ def child(database_url: str, n_items: int) -> None:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
+    from corpus.models import Issue, Repository
     from labeling.agreement_report import study_agreement_report, study_label_table
-    from labeling.models import Annotation, Assignment, Issue, Repository, StudyItem
+    from labeling.models import Annotation, Assignment, StudyItem
     from labeling.services.studies import study_create
     from taxonomy.codebook_file import codebook_file_read
     from taxonomy.models import Category, Dimension

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from benchkit import DEFAULT_POSTGRES, ROOT, django_setup, postgres_database, run_child
 
-SAMPLE = ROOT / "labeling" / "data" / "sample-issues.jsonl"
+SAMPLE = ROOT / "corpus" / "data" / "sample-issues.jsonl"
 
 
 def make_dump(path: Path, n_issues: int, seed: int = 7) -> int:
@@ -42,8 +42,8 @@ def make_dump(path: Path, n_issues: int, seed: int = 7) -> int:
 def child(database_url: str, dump: Path) -> None:
     django_setup(database_url)
 
-    from labeling.issue_import import issue_file_lines
-    from labeling.services.corpus import issue_texts_render, issues_import
+    from corpus.issue_import import issue_file_lines
+    from corpus.services import issue_texts_render, issues_import
 
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()

@@ -29,7 +29,7 @@ from benchkit import ROOT, django_setup, postgres_database, run_child
 
 sys.path.insert(0, str(ROOT))
 
-SAMPLE = ROOT / "labeling" / "data" / "sample-issues.jsonl"
+SAMPLE = ROOT / "corpus" / "data" / "sample-issues.jsonl"
 DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/issuecoder_bench_ingest"
 OWNER, NAME = "bench", "trainer"
 
@@ -75,9 +75,9 @@ def build_server(n_issues: int, fixed_share: float, seed: int = 11):
 def child(database_url: str, github_url: str) -> None:
     # Migrating again is a no-op for the second sync.
     django_setup(database_url, GITHUB_API_URL=github_url, GITHUB_TOKEN="")
+    from corpus.models import Issue, IssueComment, LinkedFix
     from ingest.models import Source
     from ingest.services import source_get_or_create, sync_request, sync_run_to_completion
-    from labeling.models import Issue, IssueComment, LinkedFix
 
     source, _ = source_get_or_create(repository=f"{OWNER}/{NAME}")
     source = Source.objects.get(pk=source.pk)

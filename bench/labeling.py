@@ -34,16 +34,17 @@ def child(database_url: str, n_issues: int) -> None:
     from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
-    from labeling.models import Assignment, Issue, IssueComment, Repository, StudyItem
-    from labeling.rendering import render_markdown
-    from labeling.services.corpus import bulk_upsert
+    from corpus.models import Issue, IssueComment, Repository
+    from corpus.rendering import render_markdown
+    from corpus.services import bulk_upsert
+    from labeling.models import Assignment, StudyItem
     from labeling.services.studies import study_create
     from taxonomy.codebook_file import codebook_file_read
     from taxonomy.services import codebook_load
 
     samples = [
         json.loads(line)
-        for line in (ROOT / "labeling/data/sample-issues.jsonl").read_text().splitlines()
+        for line in (ROOT / "corpus/data/sample-issues.jsonl").read_text().splitlines()
     ]
     rendered = [(s["title"], s["body"] or "", render_markdown(s["body"] or "")) for s in samples]
     version, _ = codebook_load(

@@ -2,7 +2,8 @@ from django.conf import settings
 from django.db import models
 
 from common.models import TimestampedModel
-from labeling.models import Repository, Study
+from corpus.models import Repository
+from labeling.models import Study
 
 MIN_INTERVAL_MINUTES = 5
 MAX_INTERVAL_MINUTES = 7 * 24 * 60

@@ -41,6 +41,13 @@ from django.utils import timezone
 
 from common.exceptions import ApplicationError, PermissionDeniedError
 from common.services import model_update
+from corpus.issue_import import CommentRecord, FixRecord, IssueRecord
+from corpus.models import Issue, LinkedFix, Repository
+from corpus.services import (
+    issue_texts_render,
+    issues_remove_gone,
+    issues_store,
+)
 from ingest.github import (
     CommentData,
     FixData,
@@ -54,14 +61,8 @@ from ingest.github import (
 )
 from ingest.models import MAX_INTERVAL_MINUTES, MIN_INTERVAL_MINUTES, Source, StudyFollow, SyncRun
 from ingest.selectors import sources_due
-from labeling.issue_import import CommentRecord, FixRecord, IssueRecord
-from labeling.models import Issue, LinkedFix, Membership, Repository, Study, StudyItem
+from labeling.models import Membership, Study
 from labeling.selectors import study_roles
-from labeling.services.corpus import (
-    issue_items_flag_changed,
-    issue_texts_render,
-    issues_store,
-)
 from labeling.services.studies import study_items_add
 
 logger = logging.getLogger(__name__)
@@ -797,21 +798,13 @@ class _Sync:
         labels are research data; its items are flagged as changed since labeled.
         """
         counts: Counter[str] = Counter(gone=len(numbers))
-        issues = dict(
-            Issue.objects.filter(repository=self.repository, number__in=numbers).values_list(
-                "id", "number"
-            )
-        )
-        kept = set(StudyItem.objects.filter(issue_id__in=issues).values_list("issue_id", flat=True))
-        if kept:
-            issue_items_flag_changed(issue_ids=sorted(kept))
-            counts["gone_kept"] += len(kept)
-        Issue.objects.filter(id__in=set(issues) - kept).delete()
+        kept = issues_remove_gone(repository_id=self.repository.pk, numbers=numbers)
+        counts["gone_kept"] += len(kept)
         logger.info(
-            "%s: issues gone upstream: %s (kept in studies: %s)",
+            "%s: issues gone upstream: %s (issue ids kept in studies: %s)",
             self.repository.full_name,
             sorted(numbers),
-            sorted(issues[issue_id] for issue_id in kept),
+            sorted(kept),
         )
         return counts
 

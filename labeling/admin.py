@@ -5,44 +5,18 @@ models are read-only here (their history must stay complete)."""
 
 from django.contrib import admin
 
+from common.admin import ReadOnlyAdmin
 from common.services import model_update
 from labeling.models import (
     Annotation,
     AnnotationRevision,
     Assignment,
-    Issue,
     Membership,
-    Repository,
     Round,
     Study,
     StudyItem,
 )
 from labeling.services.studies import round_save, study_member_add
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-
-@admin.register(Repository)
-class RepositoryAdmin(ReadOnlyAdmin):
-    """Repositories come from imports and syncs (a rename is found by the sync)."""
-
-    list_display = ["owner", "name", "github_id", "renamed_to"]
-    search_fields = ["owner", "name"]
-
-
-@admin.register(Issue)
-class IssueAdmin(ReadOnlyAdmin):
-    list_display = ["__str__", "title", "state", "is_pull_request", "updated_at"]
-    list_filter = ["repository", "state", "is_pull_request"]
-    search_fields = ["title"]
-    list_select_related = ["repository"]
-    exclude = ["raw", "body_html"]
 
 
 class MembershipInline(admin.TabularInline):

@@ -3,7 +3,8 @@
 from django import forms
 from django.http import QueryDict
 
-from labeling.models import Repository, Study
+from corpus.models import Repository
+from labeling.models import Study
 from labeling.services.annotations import DimensionAnswer
 from taxonomy.models import Dimension
 

@@ -6,16 +6,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
 from django.http import Http404
 
-from labeling.models import (
-    Annotation,
-    Assignment,
-    Issue,
-    IssueComment,
-    LinkedFix,
-    Membership,
-    Study,
-    StudyItem,
-)
+from corpus.models import Issue, IssueComment, LinkedFix
+from labeling.models import Annotation, Assignment, Membership, Study, StudyItem
 from taxonomy.models import Dimension
 from taxonomy.selectors import dimensions_of_version
 

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from common.admin import ReadOnlyAdmin
 from taxonomy.models import Category, Codebook, CodebookVersion, Dimension
 
 
@@ -21,16 +22,7 @@ class CodebookVersionAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """A codebook changes by loading a new version of its file, which keeps versions comparable."""
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-
+# A codebook changes by loading a new version of its file, which keeps versions comparable.
 @admin.register(Dimension)
 class DimensionAdmin(ReadOnlyAdmin):
     list_display = ["key", "name", "version", "multi_label", "required", "position"]

@@ -7,15 +7,15 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from labeling.issue_import import issue_file_lines
-from labeling.models import Issue
-from labeling.services.corpus import issues_import
+from corpus.issue_import import issue_file_lines
+from corpus.models import Issue
+from corpus.services import issues_import
 from labeling.services.studies import study_create
 from taxonomy.codebook_file import codebook_file_read
 from taxonomy.services import codebook_load
 
 CODEBOOK_FILE = Path(settings.BASE_DIR) / "taxonomy" / "data" / "llm-training-issues.json"
-SAMPLE_ISSUES_FILE = Path(settings.BASE_DIR) / "labeling" / "data" / "sample-issues.jsonl"
+SAMPLE_ISSUES_FILE = Path(settings.BASE_DIR) / "corpus" / "data" / "sample-issues.jsonl"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 

@@ -4,7 +4,7 @@ It answers the part of the API that the ingest layer reads, in GitHub's response
 the real client (PyGithub underneath) can be exercised end to end without the network::
 
     with FakeGitHub() as github:
-        github.load_jsonl("labeling/data/sample-issues.jsonl")
+        github.load_jsonl("corpus/data/sample-issues.jsonl")
         client = GitHubClient(github.base_url)
         ...
         assert github.request_count == 3

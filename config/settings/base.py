@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "common",
     "taxonomy",
+    "corpus",
     "labeling",
     "ingest",
     "api",

@@ -9,16 +9,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
+from corpus.models import Issue
 from labeling.annotation_import import AnnotationRow
-from labeling.models import (
-    Annotation,
-    AnnotationRevision,
-    Assignment,
-    Issue,
-    Membership,
-    Study,
-    StudyItem,
-)
+from labeling.models import Annotation, AnnotationRevision, Assignment, Membership, Study, StudyItem
 from labeling.services.studies import study_items_add, study_member_add
 from taxonomy.models import Category, Dimension
 from taxonomy.selectors import dimensions_of_version

@@ -7,7 +7,8 @@ import re
 import pytest
 from django.core.management import call_command
 
-from labeling.models import Annotation, Assignment, Issue
+from corpus.models import Issue
+from labeling.models import Annotation, Assignment
 
 pytestmark = pytest.mark.browser
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from corpus.models import Issue
 from ingest.github import GitHubClient
 from ingest.models import Source, SyncRun
 from ingest.services import source_create, sync_request, sync_run_to_completion
-from labeling.models import Issue
 from tests.github_server import FakeGitHub, parse_time
 
-SAMPLE_PATH = Path(__file__).resolve().parents[2] / "labeling" / "data" / "sample-issues.jsonl"
+SAMPLE_PATH = Path(__file__).resolve().parents[2] / "corpus" / "data" / "sample-issues.jsonl"
 SAMPLE_REPOSITORIES = ["microsoft/DeepSpeed", "NVIDIA/Megatron-LM", "huggingface/transformers"]
 
 

@@ -23,7 +23,7 @@ from ingest.github import (
 )
 from tests.github_server import FakeGitHub, parse_time
 
-SAMPLE_PATH = Path(__file__).resolve().parents[2] / "labeling" / "data" / "sample-issues.jsonl"
+SAMPLE_PATH = Path(__file__).resolve().parents[2] / "corpus" / "data" / "sample-issues.jsonl"
 SAMPLE_REPOSITORIES = ["microsoft/DeepSpeed", "NVIDIA/Megatron-LM", "huggingface/transformers"]
 
 

@@ -12,9 +12,9 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from corpus.models import Issue
 from ingest.models import Source, StudyFollow, SyncRun
 from ingest.services import source_create, sync_request
-from labeling.models import Issue
 from labeling.services.studies import study_create
 
 PASSWORD = "a-long-test-password"

@@ -11,6 +11,7 @@ from django.db import connection
 from django.utils import timezone
 
 from common.exceptions import ApplicationError, PermissionDeniedError
+from corpus.models import Issue, IssueComment, Repository
 from ingest.github import TransientGitHubError
 from ingest.models import Source, StudyFollow, SyncRun
 from ingest.services import (
@@ -23,7 +24,7 @@ from ingest.services import (
     sync_run_to_completion,
 )
 from ingest.tasks import sync_source
-from labeling.models import Annotation, Issue, IssueComment, Repository, StudyItem
+from labeling.models import Annotation, StudyItem
 from labeling.services.annotations import DimensionAnswer, assignment_save
 from tests.conftest import require_postgres
 from tests.ingest.conftest import SAMPLE_REPOSITORIES

@@ -27,10 +27,10 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from corpus.models import Issue
 from ingest.models import Source, SyncRun
 from ingest.services import source_create, sync_request
 from ingest.tasks import sync_due_sources, sync_source
-from labeling.models import Issue
 from tests.conftest import require_postgres, require_service
 from tests.ingest.conftest import SAMPLE_REPOSITORIES
 

@@ -87,9 +87,9 @@ def cohen_rows(issues) -> list[tuple[str, str, str, str]]:
 @pytest.fixture
 def fifty_issues(db, tmp_path):
     """50 issues: the 45 sample issues and 5 more made from them."""
-    from labeling.issue_import import issue_file_lines
-    from labeling.models import Issue
-    from labeling.services.corpus import issues_import
+    from corpus.issue_import import issue_file_lines
+    from corpus.models import Issue
+    from corpus.services import issues_import
     from tests.conftest import SAMPLE_ISSUES_FILE
 
     records = [json.loads(line) for line in SAMPLE_ISSUES_FILE.read_text().splitlines()]

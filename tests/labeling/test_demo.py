@@ -1,7 +1,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from labeling.models import Assignment, Issue, IssueComment, Membership, Study, StudyItem
+from corpus.models import Issue, IssueComment
+from labeling.models import Assignment, Membership, Study, StudyItem
 from taxonomy.models import Category, CodebookVersion
 
 

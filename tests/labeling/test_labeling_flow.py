@@ -173,7 +173,8 @@ def _queries(client, method: str, url: str, data=None) -> int:
 
 
 def test_page_and_submit_queries_do_not_grow_with_comments(annotator_client, study, people):
-    from labeling.models import Assignment, IssueComment
+    from corpus.models import IssueComment
+    from labeling.models import Assignment
 
     assignments = list(
         Assignment.objects.filter(annotator=people["annotator1"]).order_by("item_id")[:2]

@@ -6,7 +6,7 @@ from django.core.management.base import CommandError
 
 from common.exceptions import ApplicationError
 from common.management import CommandWithVersionOption
-from labeling.models import Issue
+from corpus.models import Issue
 from labeling.services.studies import study_create
 from taxonomy.selectors import codebook_version_get
 

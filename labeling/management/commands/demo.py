@@ -5,15 +5,16 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from labeling.issue_import import issue_file_lines
-from labeling.models import Issue, Study
-from labeling.services.corpus import issues_import
+from corpus.issue_import import issue_file_lines
+from corpus.models import Issue
+from corpus.services import issues_import
+from labeling.models import Study
 from labeling.services.studies import study_create
 from taxonomy.codebook_file import codebook_file_read
 from taxonomy.services import codebook_load
 
 CODEBOOK_FILE = settings.BASE_DIR / "taxonomy" / "data" / "llm-training-issues.json"
-SAMPLE_ISSUES_FILE = settings.BASE_DIR / "labeling" / "data" / "sample-issues.jsonl"
+SAMPLE_ISSUES_FILE = settings.BASE_DIR / "corpus" / "data" / "sample-issues.jsonl"
 
 # Demo-only accounts for the embedded default; the README prints them too.
 DEMO_ACCOUNTS = [

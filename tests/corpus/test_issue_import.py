@@ -3,7 +3,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from labeling.models import Issue, IssueComment, LinkedFix, Repository
+from corpus.models import Issue, IssueComment, LinkedFix, Repository
 from tests.conftest import SAMPLE_ISSUES_FILE
 
 

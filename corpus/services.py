@@ -3,23 +3,25 @@
 import hashlib
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 from django.db import connection, models, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 
-from labeling.facets import issue_facets
-from labeling.issue_import import (
+from corpus.facets import issue_facets
+from corpus.issue_import import (
     IssueRecord,
     RecordError,
     issue_record_from_object,
 )
-from labeling.models import Issue, IssueComment, LinkedFix, Repository, StudyItem
-from labeling.rendering import render_markdown
+from corpus.models import Issue, IssueComment, LinkedFix, Repository
+from corpus.rendering import render_markdown
+from corpus.signals import issues_changed_upstream
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +181,7 @@ def _store_batch(
     report.updated += len(changed_ids)
     if changed_ids:
         report.changed_issue_ids.extend(changed_ids)
-        issue_items_flag_changed(issue_ids=changed_ids)
+        issues_changed_upstream.send(sender=Issue, issue_ids=changed_ids)
 
     issue_ids = {key: value[0] for key, value in _stored_issues(written, repository_ids).items()}
     report.written_issue_ids.extend(issue_ids.values())
@@ -330,20 +332,24 @@ def _sqlite_time(value: datetime | None) -> str | None:
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
 
 
-def issue_items_flag_changed(*, issue_ids: list[int]) -> int:
-    """Mark study items of these issues "changed since labeled" where someone already labeled them.
-
-    Labels are never touched: the flag only tells people to look again.
+def issues_remove_gone(*, repository_id: int, numbers: Sequence[int]) -> list[int]:
+    """Remove issues that GitHub no longer has (deleted, or transferred to another repository),
+    with their threads. An issue that another app protects (an item of a study: its labels are
+    research data) stays and is announced as changed upstream. Returns the ids of those kept.
     """
-    return (
-        StudyItem.objects.filter(
-            issue_id__in=issue_ids,
-            assignments__status__in=["draft", "submitted"],
-            changed_upstream_at__isnull=True,
-        )
-        .distinct()
-        .update(changed_upstream_at=timezone.now())
+    kept: list[int] = []
+    issue_ids = Issue.objects.filter(repository_id=repository_id, number__in=numbers).values_list(
+        "id", flat=True
     )
+    for issue_id in issue_ids:
+        try:
+            with transaction.atomic():
+                Issue.objects.filter(id=issue_id).delete()
+        except ProtectedError:
+            kept.append(issue_id)
+    if kept:
+        issues_changed_upstream.send(sender=Issue, issue_ids=kept)
+    return kept
 
 
 def issue_texts_render(*, issue_ids: list[int] | None) -> int:

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labeling import facets
-from labeling.facets import FACET_KEYS, FEATURE_LABELS, MAX_ITEMS_PER_FACET, issue_facets
+from corpus import facets
+from corpus.facets import FACET_KEYS, FEATURE_LABELS, MAX_ITEMS_PER_FACET, issue_facets
 from tests.conftest import SAMPLE_ISSUES_FILE
 
 # --- Snippets in the style of the three projects' issue templates ----------------------------

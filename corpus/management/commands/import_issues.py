@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from labeling.issue_import import issue_file_lines
-from labeling.services.corpus import issues_import
+from corpus.issue_import import issue_file_lines
+from corpus.services import issues_import
 
 MAX_ERRORS_SHOWN = 50
 
