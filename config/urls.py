@@ -5,5 +5,5 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/", include("api.urls")),
-    path("", include("labeling.urls")),
+    path("", include("web.urls")),
 ]

@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "labeling",
     "ingest",
     "api",
+    "web",
 ]
 
 MIDDLEWARE = [

@@ -24,7 +24,7 @@ def _categories_html(dimension: Dimension, content_hash: str) -> str:
         depth = category_depths(categories)
         entries = [{"category": c, "depth": depth[c.id]} for c in categories]
         return render_to_string(
-            "labeling/_categories.html", {"dimension": dimension, "categories": entries}
+            "web/_categories.html", {"dimension": dimension, "categories": entries}
         )
 
     return cache.get_or_set(

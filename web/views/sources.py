@@ -1,7 +1,6 @@
 """The Sources page (/sources/): GitHub sources, "Sync now" and a live progress bar per source.
 
-The one place in labeling that imports ingest: the page belongs with the other pages, the
-sources and runs it shows belong to ingest.
+Pages sit above every domain app; the sources and runs shown here belong to ingest.
 """
 
 from datetime import UTC
@@ -71,7 +70,7 @@ def sources(request: HttpRequest) -> HttpResponse:
         run = sync_run_get(run_id=int(run_id)) if run_id.isdigit() else None
         if run is None:
             raise Http404("No such sync run.")
-        return render(request, "labeling/_sync_run.html", {"run": run, "source_id": run.source_id})
+        return render(request, "web/_sync_run.html", {"run": run, "source_id": run.source_id})
     return _page(request, SourceForm())
 
 
@@ -80,7 +79,7 @@ def _page(request: HttpRequest, form: SourceForm, *, status: int = 200) -> HttpR
     latest = runs_latest(sources=listed)
     rows = [{"source": source, "run": latest.get(source.pk)} for source in listed]
     context = {"rows": rows, "form": form, "recent_runs": list(sync_run_list()[:RECENT_RUNS])}
-    return render(request, "labeling/sources.html", context, status=status)
+    return render(request, "web/sources.html", context, status=status)
 
 
 def _sources_post(request: HttpRequest) -> HttpResponse:
@@ -104,7 +103,7 @@ def _sources_post(request: HttpRequest) -> HttpResponse:
         run = sync_request(source=source, requested_by=request.user)
         if request.htmx:
             run = sync_run_get(run_id=run.pk)
-            return render(request, "labeling/_sync_run.html", {"run": run, "source_id": source.pk})
+            return render(request, "web/_sync_run.html", {"run": run, "source_id": source.pk})
         messages.success(request, f"Sync of {source} requested.")
         return redirect("sources")
     return HttpResponse("Unknown action.", status=400)

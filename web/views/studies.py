@@ -1,29 +1,19 @@
-"""Web pages. Each view checks who may see what, calls one selector or service, renders."""
+"""Pages of a study for its members: my studies, the overview, my queue, the labeling page.
+
+Each view checks who may see what, calls one selector or service, renders.
+"""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from common.exceptions import ApplicationError, ConflictError
 from labeling.agreement_report import (
-    LabelTableFilter,
-    report_rows,
-    study_agreement_report,
     study_round_statuses,
 )
-from labeling.agreement_tables import (
-    heatmap_cells,
-    report_csv,
-    report_latex,
-    report_markdown,
-    round_chart_bars,
-)
-from labeling.forms import AgreementFilterForm, answers_from_form, int_or_none
 from labeling.models import Membership
-from labeling.panels import dimension_rows
 from labeling.selectors import (
     QUEUE_FILTERS,
     assignment_get_for_annotator,
@@ -36,13 +26,11 @@ from labeling.selectors import (
 )
 from labeling.services.annotations import assignment_save, assignment_skip
 from labeling.services.studies import item_next_for_annotator
-from taxonomy.models import CodebookVersion
 from taxonomy.selectors import (
-    category_depths,
-    codebook_list,
     dimensions_of_version,
-    dimensions_with_categories,
 )
+from web.forms import answers_from_form, int_or_none
+from web.panels import dimension_rows
 
 
 def _oversees(roles: set[str]) -> bool:
@@ -52,9 +40,7 @@ def _oversees(roles: set[str]) -> bool:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    return render(
-        request, "labeling/home.html", {"studies": study_list_for_user(user=request.user)}
-    )
+    return render(request, "web/home.html", {"studies": study_list_for_user(user=request.user)})
 
 
 @login_required
@@ -70,7 +56,7 @@ def study_overview(request: HttpRequest, slug: str) -> HttpResponse:
         "is_annotator": Membership.Role.ANNOTATOR in roles,
         "progress": queue_progress(study=study, user=request.user),
     }
-    return render(request, "labeling/study_overview.html", context)
+    return render(request, "web/study_overview.html", context)
 
 
 @login_required
@@ -87,7 +73,7 @@ def queue(request: HttpRequest, slug: str) -> HttpResponse:
         "filters": list(QUEUE_FILTERS),
         "status_filter": status_filter if status_filter in QUEUE_FILTERS else None,
     }
-    return render(request, "labeling/queue.html", context)
+    return render(request, "web/queue.html", context)
 
 
 @login_required
@@ -148,7 +134,7 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     page = labeling_page(assignment=assignment, study=study)
     return render(
         request,
-        "labeling/label_item.html",
+        "web/label_item.html",
         {
             "study": study,
             "oversees": _oversees(roles),
@@ -190,88 +176,4 @@ def label_item_autosave(request: HttpRequest, slug: str, item_id: int) -> JsonRe
             "status": assignment.status,
             "seconds_spent": assignment.seconds_spent,
         }
-    )
-
-
-DOWNLOADS = {
-    "csv": (report_csv, "text/csv", "csv"),
-    "md": (report_markdown, "text/markdown", "md"),
-    "tex": (report_latex, "application/x-tex", "tex"),
-}
-
-
-@login_required
-def agreement(request: HttpRequest, slug: str) -> HttpResponse:
-    study, roles = study_get_for_user(slug=slug, user=request.user)
-    if not _oversees(roles):
-        raise PermissionDenied("Agreement is for the study's managers and adjudicators.")
-    form = AgreementFilterForm(request.GET or None, study=study)
-    filters = form.cleaned_filters() if form.is_valid() else form.default_filters()
-    report = study_agreement_report(
-        study=study,
-        filters=LabelTableFilter(
-            round_name=filters["round"], repository=filters["repository"] or None
-        ),
-        level=filters["level"],
-        bootstrap=1000 if filters["intervals"] else 0,
-        seed=0,
-    )
-    download = request.GET.get("download")
-    if download in DOWNLOADS:
-        render_table, content_type, extension = DOWNLOADS[download]
-        response = HttpResponse(render_table(report), content_type=f"{content_type}; charset=utf-8")
-        response["Content-Disposition"] = (
-            f'attachment; filename="{study.slug}-agreement.{extension}"'
-        )
-        return response
-
-    dimension_key = filters["dimension"] or next(
-        (key for key, d in report["dimensions"].items() if d["n_items"]),
-        next(iter(report["dimensions"]), None),
-    )
-    selected = report["dimensions"].get(dimension_key)
-    pairs = selected["cohen_kappa"]["pairs"] if selected else []
-    pair = next((p for p in pairs if p["kappa"] is not None), pairs[0] if pairs else None)
-    statuses = study_round_statuses(study=study)
-    context = {
-        "study": study,
-        "oversees": True,
-        "form": form,
-        "rows": report_rows(report),
-        "dimension_key": dimension_key,
-        "selected": selected,
-        "pairs": pairs,
-        "per_category": sorted(
-            (selected or {}).get("per_category", {}).items(),
-            key=lambda entry: -entry[1]["support"],
-        ),
-        "pair": pair,
-        "heatmap": heatmap_cells(pair["confusion"])
-        if pair and "matrix" in pair["confusion"]
-        else None,
-        "round_statuses": statuses,
-        "round_bars": round_chart_bars(
-            [(s.round.name, s.kappa_by_dimension.get(dimension_key)) for s in statuses]
-        ),
-        "query": request.GET.urlencode(),
-    }
-    return render(request, "labeling/agreement.html", context)
-
-
-@login_required
-def codebooks(request: HttpRequest) -> HttpResponse:
-    """Every codebook with its versions; a version's page is the codebook at hand."""
-    return render(request, "labeling/codebooks.html", {"codebooks": codebook_list()})
-
-
-@login_required
-def codebook_version(request: HttpRequest, version_id: int) -> HttpResponse:
-    version = get_object_or_404(CodebookVersion.objects.select_related("codebook"), pk=version_id)
-    dimensions = dimensions_with_categories(version_id=version.id)
-    for dimension in dimensions:
-        depth = category_depths(dimension.categories.all())
-        for category in dimension.categories.all():
-            category.depth = depth[category.id]
-    return render(
-        request, "labeling/codebook_version.html", {"version": version, "dimensions": dimensions}
     )

@@ -1,0 +1,24 @@
+from django.urls import path
+
+from web.views import agreement, codebooks, sources, studies
+
+urlpatterns = [
+    path("", studies.home, name="home"),
+    path("studies/<slug:slug>/", studies.study_overview, name="study_overview"),
+    path("studies/<slug:slug>/queue/", studies.queue, name="queue"),
+    path("studies/<slug:slug>/next/", studies.next_item, name="next_item"),
+    path("studies/<slug:slug>/items/<int:item_id>/", studies.label_item, name="label_item"),
+    path(
+        "studies/<slug:slug>/items/<int:item_id>/draft/",
+        studies.label_item_autosave,
+        name="label_item_autosave",
+    ),
+    path("studies/<slug:slug>/agreement/", agreement.agreement, name="agreement"),
+    path("codebooks/", codebooks.codebooks, name="codebooks"),
+    path(
+        "codebooks/versions/<int:version_id>/",
+        codebooks.codebook_version,
+        name="codebook_version",
+    ),
+    path("sources/", sources.sources, name="sources"),
+]

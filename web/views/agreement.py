@@ -1,0 +1,89 @@
+"""The agreement page of a study and its downloads."""
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from labeling.agreement_report import (
+    LabelTableFilter,
+    report_rows,
+    study_agreement_report,
+    study_round_statuses,
+)
+from labeling.agreement_tables import (
+    heatmap_cells,
+    report_csv,
+    report_latex,
+    report_markdown,
+    round_chart_bars,
+)
+from labeling.selectors import (
+    study_get_for_user,
+)
+from web.forms import AgreementFilterForm
+from web.views.studies import _oversees
+
+DOWNLOADS = {
+    "csv": (report_csv, "text/csv", "csv"),
+    "md": (report_markdown, "text/markdown", "md"),
+    "tex": (report_latex, "application/x-tex", "tex"),
+}
+
+
+@login_required
+def agreement(request: HttpRequest, slug: str) -> HttpResponse:
+    study, roles = study_get_for_user(slug=slug, user=request.user)
+    if not _oversees(roles):
+        raise PermissionDenied("Agreement is for the study's managers and adjudicators.")
+    form = AgreementFilterForm(request.GET or None, study=study)
+    filters = form.cleaned_filters() if form.is_valid() else form.default_filters()
+    report = study_agreement_report(
+        study=study,
+        filters=LabelTableFilter(
+            round_name=filters["round"], repository=filters["repository"] or None
+        ),
+        level=filters["level"],
+        bootstrap=1000 if filters["intervals"] else 0,
+        seed=0,
+    )
+    download = request.GET.get("download")
+    if download in DOWNLOADS:
+        render_table, content_type, extension = DOWNLOADS[download]
+        response = HttpResponse(render_table(report), content_type=f"{content_type}; charset=utf-8")
+        response["Content-Disposition"] = (
+            f'attachment; filename="{study.slug}-agreement.{extension}"'
+        )
+        return response
+
+    dimension_key = filters["dimension"] or next(
+        (key for key, d in report["dimensions"].items() if d["n_items"]),
+        next(iter(report["dimensions"]), None),
+    )
+    selected = report["dimensions"].get(dimension_key)
+    pairs = selected["cohen_kappa"]["pairs"] if selected else []
+    pair = next((p for p in pairs if p["kappa"] is not None), pairs[0] if pairs else None)
+    statuses = study_round_statuses(study=study)
+    context = {
+        "study": study,
+        "oversees": True,
+        "form": form,
+        "rows": report_rows(report),
+        "dimension_key": dimension_key,
+        "selected": selected,
+        "pairs": pairs,
+        "per_category": sorted(
+            (selected or {}).get("per_category", {}).items(),
+            key=lambda entry: -entry[1]["support"],
+        ),
+        "pair": pair,
+        "heatmap": heatmap_cells(pair["confusion"])
+        if pair and "matrix" in pair["confusion"]
+        else None,
+        "round_statuses": statuses,
+        "round_bars": round_chart_bars(
+            [(s.round.name, s.kappa_by_dimension.get(dimension_key)) for s in statuses]
+        ),
+        "query": request.GET.urlencode(),
+    }
+    return render(request, "web/agreement.html", context)
