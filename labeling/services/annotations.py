@@ -52,8 +52,10 @@ def assignment_save(
     Submitting checks that every required single-label dimension has its one category. After
     submitting, the annotator may still revise until the item enters resolution.
     """
+    # Only the assignment row is locked: without `of`, PostgreSQL would also lock the joined
+    # study and codebook version rows, and every save of a study would wait on one lock.
     assignment = (
-        Assignment.objects.select_for_update()
+        Assignment.objects.select_for_update(of=("self",))
         .select_related("item__study__codebook_version")
         .get(pk=assignment.pk)
     )
@@ -288,7 +290,11 @@ def _answers_for_submit(
 
 @transaction.atomic
 def assignment_skip(*, assignment: Assignment, user: AbstractBaseUser, reason: str) -> Assignment:
-    assignment = Assignment.objects.select_for_update().select_related("item").get(pk=assignment.pk)
+    assignment = (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("item")
+        .get(pk=assignment.pk)
+    )
     _check_can_edit(assignment=assignment, user=user)
     reason = _text(reason, 2000).strip()
     if not reason:
