@@ -82,6 +82,19 @@ class Dimension(models.Model):
             for other_key, category_keys in self.applies_when.items()
         )
 
+    def applicability_table(self) -> dict[str, dict[str, bool]]:
+        """`applies_given` spelled out for a page, so that the browser looks answers up instead of
+        keeping a copy of the rule: per condition dimension, whether this dimension applies when
+        that one has no category ("") and when it has each named category. A category not
+        listed does not make it apply; conditions on several dimensions must all hold."""
+        return {
+            other_key: {
+                "": self.applies_given({other_key: ()}),
+                **{key: self.applies_given({other_key: (key,)}) for key in category_keys},
+            }
+            for other_key, category_keys in self.applies_when.items()
+        }
+
 
 class Category(models.Model):
     dimension = models.ForeignKey(Dimension, on_delete=models.CASCADE, related_name="categories")

@@ -41,16 +41,33 @@ def _with_chosen(html: str, keys: set[str]) -> SafeString:
 
 def dimension_rows(page: LabelingPage, *, content_hash: str) -> list[dict]:
     """Each dimension with its categories' HTML (chosen ones checked) and the annotation."""
-    rows = []
+    chosen_by_key: dict[str, set[str]] = {}
     for dimension in page.dimensions:
         annotation = page.annotations.get(dimension.id)
-        chosen = {c.key for c in annotation.categories.all()} if annotation else set()
-        rows.append(
-            {
-                "dimension": dimension,
-                "annotation": annotation,
-                "categories_html": _with_chosen(_categories_html(dimension, content_hash), chosen),
-                "applies_when_json": json.dumps(dimension.applies_when),
-            }
+        chosen_by_key[dimension.key] = (
+            {c.key for c in annotation.categories.all()} if annotation else set()
         )
-    return rows
+    # The page sends every dimension when it saves, so an unanswered one counts as "no
+    # category" here exactly as it does for the service that checks a submit.
+    return [
+        {
+            "dimension": dimension,
+            "annotation": page.annotations.get(dimension.id),
+            "categories_html": _with_chosen(
+                _categories_html(dimension, content_hash), chosen_by_key[dimension.key]
+            ),
+            "applies": dimension.applies_given(chosen_by_key),
+            "applicability_json": json.dumps(dimension.applicability_table()),
+            "condition_text": _condition_text(dimension, page.dimensions),
+        }
+        for dimension in page.dimensions
+    ]
+
+
+def _condition_text(dimension: Dimension, dimensions: list[Dimension]) -> str:
+    """ "Screening: include" for a dimension that applies only after an earlier answer."""
+    names = {d.key: d.name for d in dimensions}
+    return "; ".join(
+        f"{names.get(other_key, other_key)}: {' or '.join(keys)}"
+        for other_key, keys in dimension.applies_when.items()
+    )

@@ -209,3 +209,35 @@ def test_narrow_window_still_labels(study, new_page, live_server):
     page.get_by_role("button", name="Save draft").click()
     page.wait_for_load_state()
     assert chosen("annotator1") == {"screening": ["include"]}
+
+
+def test_the_page_and_the_submit_check_agree_on_which_dimensions_apply(
+    study, new_page, live_server
+):
+    """For every answer to screening (none, then each category), the dimensions the page greys
+    out are exactly those the service's rule (Dimension.applies_given) says do not apply."""
+    from taxonomy.selectors import dimensions_of_version
+
+    dimensions = list(dimensions_of_version(version=study.codebook_version))
+    conditional = [d for d in dimensions if d.applies_when]
+    assert conditional, "the starter codebook has dimensions that apply after screening"
+    screening = next(d for d in dimensions if d.key == "screening")
+    page = new_page("annotator1")
+    open_next(page, live_server)
+
+    def greyed() -> set[str]:
+        return set(
+            page.locator("fieldset.dimension.not-applicable").evaluate_all(
+                "nodes => nodes.map(n => n.dataset.dimension)"
+            )
+        )
+
+    def expected(keys: set[str]) -> set[str]:
+        chosen = {d.key: set() for d in dimensions} | {"screening": keys}
+        return {d.key for d in conditional if not d.applies_given(chosen)}
+
+    assert greyed() == expected(set())
+    for category in screening.categories.order_by("position"):
+        page.locator(f'fieldset[data-dimension=screening] input[value="{category.key}"]').check()
+        assert greyed() == expected({category.key}), category.key
+    assert not page.errors

@@ -90,15 +90,16 @@
       function (input) { return input.value; }
     );
   }
+  // Whether a dimension applies is looked up in the table the server derived from its own
+  // rule (Dimension.applicability_table): no copy of the rule lives here.
   function updateApplicability() {
     dimensions.forEach(function (fieldset) {
-      if (!fieldset.dataset.appliesWhen) return;
-      const condition = JSON.parse(fieldset.dataset.appliesWhen);
-      const applies = Object.keys(condition).every(function (key) {
-        const chosen = chosenKeys(key);
-        return chosen.length === 0 || chosen.some(function (value) {
-          return condition[key].indexOf(value) !== -1;
-        });
+      if (!fieldset.dataset.applicability) return;
+      const table = JSON.parse(fieldset.dataset.applicability);
+      const applies = Object.keys(table).every(function (key) {
+        const chosen = chosenKeys(key).filter(Boolean);
+        if (chosen.length === 0) return table[key][""] === true;
+        return chosen.some(function (value) { return table[key][value] === true; });
       });
       fieldset.classList.toggle("not-applicable", !applies);
     });
