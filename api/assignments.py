@@ -2,14 +2,14 @@
 verbs save draft, submit and skip. Blind as the pages are: an annotator reads and writes only
 their own assignments; a study's managers may read any."""
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from labeling.models import Annotation, Assignment, Membership
+from labeling.access import assignment_list_editable_by, assignment_list_visible_to
+from labeling.models import Annotation, Assignment
 from labeling.services.annotations import DimensionAnswer, assignment_save, assignment_skip
 
 
@@ -59,8 +59,9 @@ class SkipSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=2000)
 
 
-def assignments_visible_to(user):
-    assignments = Assignment.objects.select_related(
+def _with_labels(assignments: QuerySet[Assignment]) -> QuerySet[Assignment]:
+    """What AssignmentSerializer shows, in a fixed number of queries."""
+    return assignments.select_related(
         "item__study", "item__issue__repository", "annotator"
     ).prefetch_related(
         Prefetch(
@@ -68,14 +69,17 @@ def assignments_visible_to(user):
             queryset=Annotation.objects.select_related("dimension").prefetch_related("categories"),
         )
     )
-    if user.is_superuser:
-        return assignments
-    managed = Membership.objects.filter(user=user, role=Membership.Role.MANAGER).values("study_id")
-    return assignments.filter(annotator=user) | assignments.filter(item__study_id__in=managed)
+
+
+def assignments_visible_to(user) -> QuerySet[Assignment]:
+    """labeling.access.assignment_list_visible_to, ready to serialize."""
+    return _with_labels(assignment_list_visible_to(user=user))
 
 
 class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Your assignments (all of a study's, for its managers), each with its labels."""
+    """Your assignments (all of a study's, for its managers), each with its labels. The verbs
+    (draft, submit, skip) look the assignment up among your own only, so anyone else's, even one
+    you may read, is a 404: blind, and nobody labels in another's name."""
 
     serializer_class = AssignmentSerializer
     queryset = Assignment.objects.none()  # for the schema; requests use get_queryset
@@ -84,16 +88,14 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Assignment.objects.none()
-        return assignments_visible_to(self.request.user).order_by("item_id", "annotator_id")
-
-    def _own(self) -> Assignment:
-        assignment = self.get_object()
-        if assignment.annotator_id != self.request.user.pk:
-            raise NotFound()  # blind: other people's assignments are not there for you
-        return assignment
+        if self.action in ("draft", "submit", "skip"):
+            assignments = assignment_list_editable_by(user=self.request.user)
+        else:
+            assignments = assignment_list_visible_to(user=self.request.user)
+        return _with_labels(assignments).order_by("item_id", "annotator_id")
 
     def _save(self, request, *, submit: bool) -> Response:
-        assignment = self._own()
+        assignment = self.get_object()
         body = SaveSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         assignment_save(
@@ -130,7 +132,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     @extend_schema(request=SkipSerializer, responses=AssignmentSerializer)
     @action(detail=True, methods=["post"])
     def skip(self, request, pk=None):
-        assignment = self._own()
+        assignment = self.get_object()
         body = SkipSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         assignment_skip(

@@ -1,18 +1,68 @@
+"""DRF permission classes over labeling.access, composable with `&`, `|` and `~`:
+
+    permission_classes = [IsAuthenticated, IsStudyMember & (IsStudyManager | IsStudyAdjudicator)]
+
+The study roles are object permissions: they run after `get_object()`, whose queryset comes from
+an access selector (`study_list_visible_to`, `assignment_list_visible_to`, ...), so an object the
+user may not see is a 404 before any of these runs, and a 403 only ever tells a member that their
+role does not allow the action.
+"""
+
 from rest_framework.permissions import BasePermission
 
-from labeling.models import Membership
-from labeling.selectors import study_roles
+from labeling.access import ADJUDICATOR, MANAGER, study_roles, user_can_manage_sources
+from labeling.models import Assignment, Study, StudyItem
 
 
-class IsStudyMember(BasePermission):
-    """The object's study (or the object, when it is a study) counts the user as a member."""
+def study_of(obj: Study | StudyItem | Assignment) -> Study:
+    """The study an object belongs to."""
+    if isinstance(obj, Study):
+        return obj
+    if isinstance(obj, StudyItem):
+        return obj.study
+    if isinstance(obj, Assignment):
+        return obj.item.study
+    raise TypeError(f"{type(obj).__name__} does not belong to a study.")
+
+
+class _StudyRole(BasePermission):
+    """Grants when the user's roles in the object's study satisfy `allows`. Free of queries for a
+    study loaded by an access selector (it carries the user's roles)."""
+
+    def allows(self, roles: set[str]) -> bool:
+        raise NotImplementedError
 
     def has_object_permission(self, request, view, obj) -> bool:
-        study = getattr(obj, "study", obj)
-        return bool(study_roles(study=study, user=request.user))
+        return self.allows(study_roles(study=study_of(obj), user=request.user))
 
 
-class IsStudyManager(BasePermission):
-    def has_object_permission(self, request, view, obj) -> bool:
-        study = getattr(obj, "study", obj)
-        return Membership.Role.MANAGER in study_roles(study=study, user=request.user)
+class IsStudyMember(_StudyRole):
+    message = "This is for the study's members."
+
+    def allows(self, roles: set[str]) -> bool:
+        return bool(roles)
+
+
+class IsStudyManager(_StudyRole):
+    """A manager of the study (a superuser is one everywhere)."""
+
+    message = "This is for the study's managers."
+
+    def allows(self, roles: set[str]) -> bool:
+        return MANAGER in roles
+
+
+class IsStudyAdjudicator(_StudyRole):
+    message = "This is for the study's adjudicators."
+
+    def allows(self, roles: set[str]) -> bool:
+        return ADJUDICATOR in roles
+
+
+class CanManageSources(BasePermission):
+    """Superusers and the managers of at least one study (labeling.access)."""
+
+    message = "Sources are for superusers and the managers of a study."
+
+    def has_permission(self, request, view) -> bool:
+        return user_can_manage_sources(user=request.user)

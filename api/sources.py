@@ -7,20 +7,15 @@ study; what each call does is decided in ingest.services.
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from api.permissions import CanManageSources
 from ingest.models import Source, StudyFollow, SyncRun
-from ingest.selectors import runs_latest, source_list, sync_run_list, user_can_manage_sources
+from ingest.selectors import runs_latest, source_list, sync_run_list
 from ingest.services import source_create, study_follow_create, sync_request
-from labeling.selectors import study_get_for_user
-
-
-class CanManageSources(BasePermission):
-    message = "Sources are for superusers and the managers of a study."
-
-    def has_permission(self, request, view) -> bool:
-        return user_can_manage_sources(user=request.user)
+from labeling.access import study_get_visible_to
 
 
 class SyncRunSerializer(serializers.ModelSerializer):
@@ -148,7 +143,10 @@ class SourceViewSet(
         given = StudyFollowCreateSerializer(data=request.data)
         given.is_valid(raise_exception=True)
         options = dict(given.validated_data)
-        study, _ = study_get_for_user(slug=options.pop("study"), user=request.user)
+        found = study_get_visible_to(slug=options.pop("study"), user=request.user)
+        if found is None:
+            raise NotFound("No such study.")
+        study, _ = found
         follow = study_follow_create(source=source, study=study, created_by=request.user, **options)
         return Response(StudyFollowSerializer(follow).data, status=status.HTTP_201_CREATED)
 

@@ -1,14 +1,17 @@
-"""Thin DRF views over the selectors; what a user may see is decided there, not here."""
+"""Thin DRF views over the selectors. What a user may see is decided in labeling.access: the
+querysets come from its selectors (an object outside them is a 404) and the role checks from
+api.permissions."""
 
-from django.db.models import Exists, OuterRef, Prefetch
+from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from api.assignments import AssignmentSerializer, assignments_visible_to
+from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember
 from api.serializers import (
     AgreementQuerySerializer,
     CodebookSerializer,
@@ -18,12 +21,16 @@ from api.serializers import (
     StudySerializer,
 )
 from corpus.models import Issue
+from labeling.access import (
+    codebook_list_visible_to,
+    codebook_version_list_visible_to,
+    issue_list_visible_to,
+)
 from labeling.agreement_report import LabelTableFilter, study_agreement_report
-from labeling.models import Membership, Study, StudyItem
-from labeling.selectors import study_list_for_user, study_roles
+from labeling.models import Study
+from labeling.selectors import study_list_for_user
 from labeling.services.studies import item_next_for_annotator
-from taxonomy.models import Category, CodebookVersion, Dimension
-from taxonomy.selectors import codebook_list
+from taxonomy.models import Category, Codebook, CodebookVersion, Dimension
 
 
 class CodebookViewSet(viewsets.ReadOnlyModelViewSet):
@@ -31,8 +38,10 @@ class CodebookViewSet(viewsets.ReadOnlyModelViewSet):
 
     serializer_class = CodebookSerializer
 
+    queryset = Codebook.objects.none()  # for the schema; requests use get_queryset
+
     def get_queryset(self):
-        return codebook_list()
+        return codebook_list_visible_to(user=self.request.user)
 
 
 class CodebookVersionViewSet(viewsets.ReadOnlyModelViewSet):
@@ -40,8 +49,11 @@ class CodebookVersionViewSet(viewsets.ReadOnlyModelViewSet):
 
     serializer_class = CodebookVersionDetailSerializer
 
+    queryset = CodebookVersion.objects.none()  # for the schema; requests use get_queryset
+
     def get_queryset(self):
-        return CodebookVersion.objects.select_related("codebook").prefetch_related(
+        versions = codebook_version_list_visible_to(user=self.request.user)
+        return versions.prefetch_related(
             Prefetch(
                 "dimensions",
                 queryset=Dimension.objects.order_by("position").prefetch_related(
@@ -55,38 +67,29 @@ class CodebookVersionViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class IssueViewSet(viewsets.ReadOnlyModelViewSet):
-    """Issues of the corpus. A superuser sees all; others see the issues of the studies they
-    manage or adjudicate, and the issues assigned to them."""
+    """Issues of the corpus: all for a superuser; else those of the studies the user manages or
+    adjudicates, and those assigned to them (labeling.access.issue_list_visible_to)."""
 
     filterset_fields = ["repository__owner", "repository__name", "state", "is_pull_request"]
+    queryset = Issue.objects.none()  # for the schema; requests use get_queryset
 
     def get_serializer_class(self):
         return IssueDetailSerializer if self.action == "retrieve" else IssueSerializer
 
-    queryset = Issue.objects.none()  # for the schema; requests use get_queryset
-
     def get_queryset(self):
-        issues = Issue.objects.select_related("repository").order_by("repository_id", "number")
-        if self.action == "retrieve":
-            issues = issues.prefetch_related("comments", "linked_fixes")
-        user = self.request.user
         if getattr(self, "swagger_fake_view", False):
             return Issue.objects.none()
-        if user.is_superuser:
-            return issues
-        overseen = StudyItem.objects.filter(
-            issue=OuterRef("pk"),
-            study__memberships__user=user,
-            study__memberships__role__in=[Membership.Role.MANAGER, Membership.Role.ADJUDICATOR],
-        )
-        assigned = StudyItem.objects.filter(issue=OuterRef("pk"), assignments__annotator=user)
-        return issues.filter(Exists(overseen) | Exists(assigned))
+        issues = issue_list_visible_to(user=self.request.user).select_related("repository")
+        if self.action == "retrieve":
+            issues = issues.prefetch_related("comments", "linked_fixes")
+        return issues.order_by("repository_id", "number")
 
 
 class StudyViewSet(viewsets.ReadOnlyModelViewSet):
-    """Studies the user is a member of."""
+    """Studies the user is a member of (all for a superuser)."""
 
     serializer_class = StudySerializer
+    permission_classes = [IsAuthenticated, IsStudyMember]
     lookup_field = "slug"
 
     queryset = Study.objects.none()  # for the schema; requests use get_queryset
@@ -105,14 +108,13 @@ class StudyViewSet(viewsets.ReadOnlyModelViewSet):
             "per-category kappa. Managers and adjudicators of the study only."
         ),
     )
-    @action(detail=True, methods=["get"])
+    @action(
+        detail=True,
+        methods=["get"],
+        permission_classes=[IsAuthenticated, IsStudyMember & (IsStudyManager | IsStudyAdjudicator)],
+    )
     def agreement(self, request, slug=None):
         study = self.get_object()
-        if not study_roles(study=study, user=request.user) & {
-            Membership.Role.MANAGER,
-            Membership.Role.ADJUDICATOR,
-        }:
-            raise PermissionDenied("Agreement is for the study's managers and adjudicators.")
         query = AgreementQuerySerializer(
             data={
                 **request.query_params.dict(),

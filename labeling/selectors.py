@@ -1,55 +1,29 @@
-"""Reads: what a user may see, their queue, the labeling page's data."""
+"""Reads: a user's studies and queue, the labeling page's data. Who may see what is decided in
+labeling.access."""
 
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
-from django.http import Http404
+from django.db.models import Count, Prefetch, Q, QuerySet
 
 from corpus.models import Issue, IssueComment, LinkedFix
-from labeling.models import Annotation, Assignment, Membership, Study, StudyItem
+from labeling.access import study_list_visible_to
+
+# ingest.services still imports study_roles from here; the rule lives in labeling.access.
+from labeling.access import study_roles as study_roles
+from labeling.models import Annotation, Assignment, Study, StudyItem
 from taxonomy.models import Dimension
 from taxonomy.selectors import dimensions_of_version
 
 
-def study_roles(*, study: Study, user: AbstractBaseUser) -> set[str]:
-    """The roles of a user in a study; a superuser is a manager everywhere."""
-    roles = set(Membership.objects.filter(study=study, user=user).values_list("role", flat=True))
-    if user.is_superuser:
-        roles.add(Membership.Role.MANAGER)
-    return roles
-
-
 def study_list_for_user(*, user: AbstractBaseUser) -> QuerySet[Study]:
-    studies = Study.objects.select_related("codebook_version__codebook")
-    if not user.is_superuser:
-        studies = studies.filter(memberships__user=user).distinct()
-    return studies.annotate(n_items=Count("items", distinct=True)).order_by("-created_at")
-
-
-def study_get_for_user(*, slug: str, user: AbstractBaseUser) -> tuple[Study, set[str]]:
-    """The study and the user's roles in it; 404 for non-members, so that slugs don't leak."""
-    # The roles come with the study in one query: every page of a study starts here.
-    memberships = Membership.objects.filter(study=OuterRef("pk"), user_id=user.pk)
-    study = (
-        Study.objects.select_related("codebook_version__codebook")
-        .annotate(
-            **{
-                f"is_{role}": Exists(memberships.filter(role=role))
-                for role in Membership.Role.values
-            }
-        )
-        .filter(slug=slug)
-        .first()
+    """The studies the user may see (labeling.access), each with its number of items, newest
+    first."""
+    return (
+        study_list_visible_to(user=user)
+        .annotate(n_items=Count("items"))
+        .order_by("-created_at", "-id")
     )
-    if study is None:
-        raise Http404("No such study.")
-    roles = {role for role in Membership.Role.values if getattr(study, f"is_{role}")}
-    if user.is_superuser:
-        roles.add(Membership.Role.MANAGER)
-    if not roles:
-        raise Http404("No such study.")
-    return study, roles
 
 
 @dataclass
@@ -93,20 +67,6 @@ def queue_progress(*, study: Study, user: AbstractBaseUser) -> QueueProgress:
         skipped=Count("id", filter=Q(status=Assignment.Status.SKIPPED)),
     )
     return QueueProgress(**counts)
-
-
-def assignment_get_for_annotator(
-    *, study: Study, item_id: int, user: AbstractBaseUser
-) -> Assignment:
-    """The user's own assignment of an item; 404 otherwise (blind: no peeking at others')."""
-    assignment = (
-        Assignment.objects.select_related("item__issue__repository", "item__round")
-        .filter(item__study=study, item_id=item_id, annotator=user)
-        .first()
-    )
-    if assignment is None:
-        raise Http404("This item is not in your queue.")
-    return assignment
 
 
 @dataclass

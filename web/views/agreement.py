@@ -5,6 +5,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from labeling.access import study_can_see_agreement
 from labeling.agreement_report import (
     LabelTableFilter,
     report_rows,
@@ -18,11 +19,8 @@ from labeling.agreement_tables import (
     report_markdown,
     round_chart_bars,
 )
-from labeling.selectors import (
-    study_get_for_user,
-)
 from web.forms import AgreementFilterForm
-from web.views.studies import _oversees
+from web.views.studies import study_or_404
 
 DOWNLOADS = {
     "csv": (report_csv, "text/csv", "csv"),
@@ -33,8 +31,8 @@ DOWNLOADS = {
 
 @login_required
 def agreement(request: HttpRequest, slug: str) -> HttpResponse:
-    study, roles = study_get_for_user(slug=slug, user=request.user)
-    if not _oversees(roles):
+    study, roles = study_or_404(request, slug)
+    if not study_can_see_agreement(roles=roles):
         raise PermissionDenied("Agreement is for the study's managers and adjudicators.")
     form = AgreementFilterForm(request.GET or None, study=study)
     filters = form.cleaned_filters() if form.is_valid() else form.default_filters()

@@ -19,9 +19,9 @@ from ingest.selectors import (
     source_list,
     sync_run_get,
     sync_run_list,
-    user_can_manage_sources,
 )
 from ingest.services import source_create, sync_request
+from labeling.access import user_can_manage_sources
 
 RECENT_RUNS = 15
 

@@ -5,22 +5,26 @@ Each view checks who may see what, calls one selector or service, renders.
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from common.exceptions import ApplicationError, ConflictError
+from labeling.access import (
+    assignment_get_for_annotator,
+    study_can_label,
+    study_can_see_agreement,
+    study_get_visible_to,
+)
 from labeling.agreement_report import (
     study_round_statuses,
 )
-from labeling.models import Membership
+from labeling.models import Assignment, Study
 from labeling.selectors import (
     QUEUE_FILTERS,
-    assignment_get_for_annotator,
     labeling_page,
     queue_for_annotator,
     queue_progress,
-    study_get_for_user,
     study_list_for_user,
     study_overview_counts,
 )
@@ -33,9 +37,20 @@ from web.forms import answers_from_form, int_or_none
 from web.panels import dimension_rows
 
 
-def _oversees(roles: set[str]) -> bool:
-    """Managers and adjudicators see the study's agreement; annotators do not."""
-    return bool(roles & {Membership.Role.MANAGER, Membership.Role.ADJUDICATOR})
+def study_or_404(request: HttpRequest, slug: str) -> tuple[Study, set[str]]:
+    """The study and the user's roles (labeling.access); 404 for a study they may not see, so
+    that slugs don't leak."""
+    found = study_get_visible_to(slug=slug, user=request.user)
+    if found is None:
+        raise Http404("No such study.")
+    return found
+
+
+def _assignment_or_404(request: HttpRequest, study: Study, item_id: int) -> Assignment:
+    assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
+    if assignment is None:
+        raise Http404("This item is not in your queue.")
+    return assignment
 
 
 @login_required
@@ -45,15 +60,15 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def study_overview(request: HttpRequest, slug: str) -> HttpResponse:
-    study, roles = study_get_for_user(slug=slug, user=request.user)
-    oversees = _oversees(roles)
+    study, roles = study_or_404(request, slug)
+    oversees = study_can_see_agreement(roles=roles)
     context = {
         "study": study,
         "roles": sorted(roles),
         "oversees": oversees,
         "round_statuses": study_round_statuses(study=study) if oversees else [],
         "counts": study_overview_counts(study=study),
-        "is_annotator": Membership.Role.ANNOTATOR in roles,
+        "is_annotator": study_can_label(roles=roles),
         "progress": queue_progress(study=study, user=request.user),
     }
     return render(request, "web/study_overview.html", context)
@@ -61,11 +76,11 @@ def study_overview(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def queue(request: HttpRequest, slug: str) -> HttpResponse:
-    study, roles = study_get_for_user(slug=slug, user=request.user)
+    study, roles = study_or_404(request, slug)
     status_filter = request.GET.get("status")
     context = {
         "study": study,
-        "oversees": _oversees(roles),
+        "oversees": study_can_see_agreement(roles=roles),
         "assignments": queue_for_annotator(
             study=study, user=request.user, status_filter=status_filter
         ),
@@ -78,7 +93,7 @@ def queue(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def next_item(request: HttpRequest, slug: str) -> HttpResponse:
-    study, _ = study_get_for_user(slug=slug, user=request.user)
+    study, _ = study_or_404(request, slug)
     assignment = item_next_for_annotator(study=study, user=request.user)
     if assignment is None:
         messages.info(request, "Nothing left to label in this study. Thank you!")
@@ -89,8 +104,8 @@ def next_item(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
-    study, roles = study_get_for_user(slug=slug, user=request.user)
-    assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
+    study, roles = study_or_404(request, slug)
+    assignment = _assignment_or_404(request, study, item_id)
     status = 200
     if request.method == "POST":
         action = request.POST.get("action", "draft")
@@ -130,14 +145,14 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
         except ApplicationError as error:
             messages.error(request, error.message)
             status = 409 if isinstance(error, ConflictError) else 400
-        assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
+        assignment = _assignment_or_404(request, study, item_id)
     page = labeling_page(assignment=assignment, study=study)
     return render(
         request,
         "web/label_item.html",
         {
             "study": study,
-            "oversees": _oversees(roles),
+            "oversees": study_can_see_agreement(roles=roles),
             "page": page,
             "dimension_rows": dimension_rows(
                 page, content_hash=study.codebook_version.content_hash
@@ -152,8 +167,8 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
 @require_POST
 def label_item_autosave(request: HttpRequest, slug: str, item_id: int) -> JsonResponse:
     """The labeling page's background draft save: JSON in the API's error shape."""
-    study, _ = study_get_for_user(slug=slug, user=request.user)
-    assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
+    study, _ = study_or_404(request, slug)
+    assignment = _assignment_or_404(request, study, item_id)
     dimensions = dimensions_of_version(version=study.codebook_version)
     try:
         assignment = assignment_save(

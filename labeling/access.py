@@ -1,0 +1,198 @@
+"""Who may see or change what: every access rule of the project, as plain selectors.
+
+The pages (web/) and the API's permission classes (api/permissions.py) ask these functions and
+nothing else. A selector that looks one thing up returns None when the user may not see it; the
+interface turns that into a 404 (Http404 on a page, NotFound in the API), so that a slug or an
+id of someone else's study reads exactly like one that does not exist.
+
+The roles (DESIGN.md, "Words"): a *manager* sees everything of a study; an *annotator* sees only
+their own assignments and labels; an *adjudicator* sees the study's labels to resolve them. A
+Django superuser is a manager of every study. An anonymous user has no role anywhere.
+"""
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Exists, OuterRef, Q, QuerySet, Value
+from django.db.models.fields import IntegerField
+
+from corpus.models import Issue
+from labeling.models import Assignment, Membership, Study, StudyItem
+from taxonomy.models import Codebook, CodebookVersion
+from taxonomy.selectors import codebook_list
+
+User = AbstractBaseUser | AnonymousUser
+
+MANAGER = Membership.Role.MANAGER
+ANNOTATOR = Membership.Role.ANNOTATOR
+ADJUDICATOR = Membership.Role.ADJUDICATOR
+OVERSEEING_ROLES = frozenset({MANAGER, ADJUDICATOR})
+
+# A study loaded by the selectors below carries the user's roles in these annotations, so that
+# a page or a permission check that asks for them again costs no query.
+_ROLE_FLAG = "has_role_{}"
+_ROLES_USER = "roles_user_id"
+
+
+def _with_roles(studies: QuerySet[Study], user: User) -> QuerySet[Study]:
+    memberships = Membership.objects.filter(study=OuterRef("pk"), user_id=user.pk)
+    return studies.annotate(
+        **{
+            _ROLE_FLAG.format(role): Exists(memberships.filter(role=role))
+            for role in Membership.Role.values
+        },
+        **{_ROLES_USER: Value(user.pk, output_field=IntegerField())},
+    )
+
+
+def _roles_carried(study: Study, user: User) -> set[str] | None:
+    """The roles annotated on a study by `_with_roles` for this user; None if it has none."""
+    if getattr(study, _ROLES_USER, None) != user.pk:
+        return None
+    roles = {role for role in Membership.Role.values if getattr(study, _ROLE_FLAG.format(role))}
+    if user.is_superuser:
+        roles.add(MANAGER)
+    return roles
+
+
+# Studies
+
+
+def study_roles(*, study: Study, user: User) -> set[str]:
+    """The user's roles in a study: their memberships, plus manager for a superuser; none for an
+    anonymous user. Free for a study that `study_list_visible_to` or `study_get_visible_to` loaded
+    for this user; one query otherwise."""
+    if not user.is_authenticated:
+        return set()
+    carried = _roles_carried(study, user)
+    if carried is not None:
+        return carried
+    roles = set(Membership.objects.filter(study=study, user=user).values_list("role", flat=True))
+    if user.is_superuser:
+        roles.add(MANAGER)
+    return roles
+
+
+def study_list_visible_to(*, user: User) -> QuerySet[Study]:
+    """The studies a user may see: those they are a member of (any role); every study for a
+    superuser; none for an anonymous user. Each carries the user's roles (see `study_roles`)."""
+    studies = Study.objects.select_related("codebook_version__codebook")
+    if not user.is_authenticated:
+        return studies.none()
+    if not user.is_superuser:
+        studies = studies.filter(Exists(Membership.objects.filter(study=OuterRef("pk"), user=user)))
+    return _with_roles(studies, user)
+
+
+def study_get_visible_to(*, slug: str, user: User) -> tuple[Study, set[str]] | None:
+    """The study with this slug and the user's roles in it, in one query; None when there is no
+    such study or the user may not see it (the same rule as `study_list_visible_to`)."""
+    if not user.is_authenticated:
+        return None
+    # No membership filter: the role flags say it, and one query serves every page of a study.
+    study = _with_roles(Study.objects.select_related("codebook_version__codebook"), user)
+    study = study.filter(slug=slug).first()
+    if study is None:
+        return None
+    roles = study_roles(study=study, user=user)
+    return (study, roles) if roles else None
+
+
+def study_can_see_agreement(*, roles: set[str]) -> bool:
+    """Agreement figures (and the round statuses built on them) are for managers and
+    adjudicators; annotators would learn how their labels compare, which breaks blindness."""
+    return bool(roles & OVERSEEING_ROLES)
+
+
+def study_can_label(*, roles: set[str]) -> bool:
+    """Only annotators of a study are given items to label."""
+    return ANNOTATOR in roles
+
+
+# Issues
+
+
+def issue_list_visible_to(*, user: User) -> QuerySet[Issue]:
+    """Every issue for a superuser; else the issues of the studies the user manages or
+    adjudicates, and the issues assigned to them as an annotator (an annotator of a study that
+    assigns as people go does not browse the items nobody gave them); none when anonymous."""
+    if not user.is_authenticated:
+        return Issue.objects.none()
+    if user.is_superuser:
+        return Issue.objects.all()
+    overseen = StudyItem.objects.filter(
+        issue=OuterRef("pk"),
+        study__memberships__user=user,
+        study__memberships__role__in=OVERSEEING_ROLES,
+    )
+    assigned = StudyItem.objects.filter(issue=OuterRef("pk"), assignments__annotator=user)
+    return Issue.objects.filter(Exists(overseen) | Exists(assigned))
+
+
+# Assignments
+
+
+def assignment_list_visible_to(*, user: User) -> QuerySet[Assignment]:
+    """The user's own assignments and every assignment of the studies they manage; all of them
+    for a superuser; none when anonymous. Adjudicators see labels through resolution, not here,
+    and an annotator never sees another annotator's assignment (blind labeling)."""
+    if not user.is_authenticated:
+        return Assignment.objects.none()
+    if user.is_superuser:
+        return Assignment.objects.all()
+    managed = Membership.objects.filter(user=user, role=MANAGER).values("study_id")
+    return Assignment.objects.filter(Q(annotator=user) | Q(item__study_id__in=managed))
+
+
+def assignment_list_editable_by(*, user: User) -> QuerySet[Assignment]:
+    """The assignments whose labels the user may write (draft, submit, skip): their own only.
+    Nobody, not a manager nor a superuser, writes labels in someone else's name."""
+    if not user.is_authenticated:
+        return Assignment.objects.none()
+    return Assignment.objects.filter(annotator=user)
+
+
+def assignment_get_for_annotator(*, study: Study, item_id: int, user: User) -> Assignment | None:
+    """The user's own assignment of an item of the study, with what the labeling page shows of
+    it; None when the item is not in their queue (blind: no peeking at other people's)."""
+    return (
+        assignment_list_editable_by(user=user)
+        .select_related("item__issue__repository", "item__round")
+        .filter(item__study=study, item_id=item_id)
+        .first()
+    )
+
+
+# Codebooks
+
+
+def codebook_list_visible_to(*, user: User) -> QuerySet[Codebook]:
+    """Every codebook with its versions, by name. Codebooks are not secret (they are published
+    with a study's results): every signed-in user reads every codebook and version; an anonymous
+    user none."""
+    if not user.is_authenticated:
+        return Codebook.objects.none()
+    return codebook_list()
+
+
+def codebook_version_list_visible_to(*, user: User) -> QuerySet[CodebookVersion]:
+    """The versions of the codebooks in `codebook_list_visible_to`."""
+    if not user.is_authenticated:
+        return CodebookVersion.objects.none()
+    return CodebookVersion.objects.select_related("codebook")
+
+
+def codebook_version_get_visible_to(*, version_id: int, user: User) -> CodebookVersion | None:
+    """One version, or None when there is none or the user may not read it."""
+    return codebook_version_list_visible_to(user=user).filter(pk=version_id).first()
+
+
+# Sources
+
+
+def user_can_manage_sources(*, user: User) -> bool:
+    """GitHub sources feed every study, so they are for superusers and for whoever manages at
+    least one study."""
+    if not user.is_authenticated:
+        return False
+    if user.is_superuser:
+        return True
+    return Membership.objects.filter(user=user, role=MANAGER).exists()
