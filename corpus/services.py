@@ -9,17 +9,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from django.db import connection, models, transaction
+from django.db import DatabaseError, connection, models, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
 from corpus.facets import issue_facets
-from corpus.issue_import import (
-    IssueRecord,
-    RecordError,
-    issue_record_from_object,
-)
 from corpus.models import Issue, IssueComment, LinkedFix, Repository
+from corpus.records import IssueRecord, RecordError, issue_record_parse
 from corpus.rendering import render_markdown
 from corpus.signals import issues_changed_upstream
 
@@ -55,20 +51,36 @@ class IssueImportReport:
             f"{self.linked_fixes} linked fixes stored; {len(self.errors)} lines with errors"
         )
 
+    def add_stored(self, other: "IssueImportReport") -> None:
+        """Add what `other` stored (not what it read) to this report."""
+        for name in ("created", "updated", "unchanged", "pull_requests", "comments"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.linked_fixes += other.linked_fixes
+        self.changed_issue_ids.extend(other.changed_issue_ids)
+        self.written_issue_ids.extend(other.written_issue_ids)
+
 
 def issues_import(*, objects: Iterable[tuple[int, Any]], render: bool = True) -> IssueImportReport:
     """Upsert issues (with comments and linked fixes) by repository and number.
 
     `objects` are (line number, decoded object or RecordError) pairs, as `issue_file_lines` yields
     them. Bad lines are reported with their number and skipped; good lines are stored in batches,
-    each in its own transaction, so that what was stored before stays stored. An issue whose
+    each in its own transaction, so that what was stored before stays stored. Should the
+    database still refuse a batch (the parser mirrors the columns' limits, so it should not), its
+    issues are stored one by one and only the refused ones are reported. An issue whose
     `updated_at` is not newer than the stored one is left alone, which makes a second run a no-op.
     Issues that changed after someone labeled them are flagged on their study items.
+
+    The same issue on two lines is merged, the newer copy winning (`_merge`). A comment id found
+    under two different issues stays with the later line's issue, as a later import would move
+    it: comment ids are unique across GitHub, and PostgreSQL refuses one upsert that writes a
+    row twice.
     """
     report = IssueImportReport()
     repositories: dict[tuple[str, str], int] = {}
     for batch in _batches(objects, report):
-        _store_batch(batch, repositories, report)
+        _store_lines(batch, repositories, report)
+    report.errors.sort()
     if render:
         issue_texts_render(issue_ids=None)
     return report
@@ -88,29 +100,77 @@ def issues_store(*, records: list[IssueRecord], replace_threads: bool = False) -
 
 def _batches(
     objects: Iterable[tuple[int, Any]], report: IssueImportReport
-) -> Iterator[list[IssueRecord]]:
-    batch: dict[tuple[str, str, int], IssueRecord] = {}
+) -> Iterator[list[tuple[int, IssueRecord]]]:
+    """(line number, record) pairs in batches of distinct issues; bad lines go to the report."""
+    batch: dict[tuple[str, str, int], tuple[int, IssueRecord]] = {}
+    comment_issues: dict[int, tuple[str, str, int]] = {}
     for line_number, obj in objects:
         report.read += 1
         if isinstance(obj, RecordError):
             report.errors.append((line_number, str(obj)))
             continue
         try:
-            record = issue_record_from_object(obj)
+            record = issue_record_parse(obj)
         except RecordError as error:
             report.errors.append((line_number, str(error)))
             continue
         key = (record.owner, record.name, record.number)
         if key in batch:
             report.merged_duplicates += 1
-            batch[key] = _merge(batch[key], record)
+            earlier_line, earlier = batch[key]
+            merged = _merge(earlier, record)
+            batch[key] = (line_number if merged is record else earlier_line, merged)
         else:
-            batch[key] = record
+            batch[key] = (line_number, record)
+        for comment in record.comments:
+            holder = comment_issues.get(comment.github_id)
+            if holder is not None and holder != key:
+                held = batch[holder][1]
+                held.comments = [c for c in held.comments if c.github_id != comment.github_id]
+            comment_issues[comment.github_id] = key
         if len(batch) >= BATCH_SIZE:
             yield list(batch.values())
             batch = {}
+            comment_issues = {}
     if batch:
         yield list(batch.values())
+
+
+def _store_lines(
+    batch: list[tuple[int, IssueRecord]],
+    repositories: dict[tuple[str, str], int],
+    report: IssueImportReport,
+) -> None:
+    """Store a batch in one transaction or, if the database refuses it, each issue in its own,
+    reporting the refused ones with their line."""
+    try:
+        _store_committed([record for _, record in batch], repositories, report)
+        return
+    except (DatabaseError, ValueError, TypeError, OverflowError) as error:
+        # ValueError and friends: values the database adapters refuse before sending them.
+        logger.warning(
+            "a batch of %d issues was refused (%s); storing one by one", len(batch), error
+        )
+    for line_number, record in batch:
+        try:
+            _store_committed([record], repositories, report)
+        except (DatabaseError, ValueError, TypeError, OverflowError) as error:
+            message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+            report.errors.append((line_number, f"the database refused this issue: {message}"))
+
+
+def _store_committed(
+    records: list[IssueRecord],
+    repositories: dict[tuple[str, str], int],
+    report: IssueImportReport,
+) -> None:
+    """`_store_batch`, counting and caching repository ids only once its transaction is over: a
+    rolled-back batch must not leave the ids of repositories it created (and undid) behind."""
+    stored = IssueImportReport()
+    known = dict(repositories)
+    _store_batch(records, known, stored)
+    repositories.update(known)
+    report.add_stored(stored)
 
 
 def _merge(first: IssueRecord, second: IssueRecord) -> IssueRecord:

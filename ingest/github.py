@@ -1,12 +1,15 @@
 """Reading GitHub for the ingest layer. The only module of the project that imports PyGithub.
 
 Everything that leaves this module is a plain dataclass or one of the errors below, so the task
-layer never handles PyGithub objects, its exception classes or requests' exceptions:
+layer never handles PyGithub objects, its exception classes or requests' exceptions. Issues,
+comments and fixes are the corpus's own records (`corpus.records`), read from GitHub's JSON by
+the same parser as an import file, so the sync stores them as they come:
 
 * :class:`RateLimited` (with ``reset_at``): stop, and come back after that moment.
 * :class:`TransientGitHubError`: 5xx after the bounded retries, timeouts, dropped connections.
 * :class:`NotFound`: 404/410, a deleted or transferred issue, an unknown repository.
-* :class:`GitHubError`: anything else (the base class of all of them).
+* :class:`GitHubError`: anything else (the base class of all of them), among them an object
+  that cannot be stored (a time out of range, a login longer than its column).
 
 How PyGithub is used, and why not more of it:
 
@@ -40,21 +43,46 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Literal, Self
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import requests
 from github import Auth, Github, GithubException
 from github.GithubException import RateLimitExceededException
 from urllib3.util.retry import Retry
 
-GHOST_LOGIN = "ghost"  # GitHub shows content of deleted accounts as written by "ghost"
+from common.text import JsonValueError, json_clean
+from corpus.records import (
+    GHOST_LOGIN,
+    CommentRecord,
+    FixRecord,
+    IssueRecord,
+    RecordError,
+    comment_record_parse,
+    fix_record_parse,
+    issue_record_parse,
+    repository_in_api_url,
+)
+
+__all__ = [
+    "GHOST_LOGIN",
+    "CommentData",
+    "FixData",
+    "GitHubClient",
+    "GitHubError",
+    "IssueData",
+    "NotFound",
+    "RateLimitStatus",
+    "RateLimited",
+    "RepositoryData",
+    "TransientGitHubError",
+]
+
 MAX_PER_PAGE = 100
 TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
 # GitHub's advice when a limit answer names no reset time: wait at least a minute.
 DEFAULT_RATE_LIMIT_WAIT = timedelta(seconds=60)
 
 IssueState = Literal["open", "closed", "all"]
-FixKind = Literal["pr", "commit"]
 
 
 # --------------------------------------------------------------------------- data out
@@ -71,50 +99,10 @@ class RepositoryData:
         return f"{self.owner}/{self.name}"
 
 
-@dataclass(frozen=True)
-class IssueData:
-    number: int
-    github_id: int
-    is_pull_request: bool
-    title: str
-    body: str
-    state: str
-    state_reason: str | None
-    author: str
-    labels: list[str]
-    created_at: datetime
-    updated_at: datetime
-    closed_at: datetime | None
-    comments_count: int
-    raw: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class CommentData:
-    github_id: int
-    author: str
-    body: str
-    created_at: datetime
-    updated_at: datetime
-    raw: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class FixData:
-    """A pull request or commit that the issue's timeline ties to it.
-
-    The size fields are None when GitHub no longer has the commit (a force-pushed branch).
-    ``url`` is GitHub's web page of the fix, None when it could not be looked up.
-    """
-
-    kind: FixKind
-    ref: str
-    url: str | None
-    merged_at: datetime | None
-    files_changed: int | None
-    additions: int | None
-    deletions: int | None
-    evidence: str
+# The names ingest's services still import; the records are the corpus's.
+IssueData = IssueRecord
+CommentData = CommentRecord
+FixData = FixRecord
 
 
 @dataclass(frozen=True)
@@ -295,29 +283,19 @@ def _next_page_url(headers: dict[str, Any]) -> str | None:
 # --------------------------------------------------------------------------- parsing
 
 
-def _without_nul(value: Any) -> Any:
-    """Drop NUL characters everywhere: PostgreSQL rejects them in text and in JSON."""
-    if isinstance(value, str):
-        return value.replace("\x00", "")
-    if isinstance(value, list):
-        return [_without_nul(item) for item in value]
-    if isinstance(value, dict):
-        return {_without_nul(key): _without_nul(item) for key, item in value.items()}
-    return value
+def _cleaned(what: str, data: Any) -> Any:
+    """GitHub's JSON without NUL characters (PostgreSQL rejects them in text and in JSON)."""
+    try:
+        return json_clean(data)
+    except JsonValueError as error:
+        raise GitHubError(f"GitHub sent {what} that cannot be stored: {error}") from None
 
 
-def _parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _required_time(text: str | None) -> datetime:
-    moment = _parse_time(text)
-    if moment is None:
-        raise GitHubError(f"GitHub sent an object without a timestamp: {text!r}")
-    return moment
+def _parsed(what: str, parse: Any, data: Any, **options: Any) -> Any:
+    try:
+        return parse(_cleaned(what, data), **options)
+    except RecordError as error:
+        raise GitHubError(f"GitHub sent {what} that cannot be stored: {error}") from None
 
 
 def _format_since(moment: datetime) -> str:
@@ -326,47 +304,18 @@ def _format_since(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _author(user: dict[str, Any] | None) -> str:
-    if not user or not user.get("login"):
-        return GHOST_LOGIN
-    return str(user["login"])
+def _issue_from_json(raw: Any, repository: tuple[str, str]) -> IssueRecord:
+    return _parsed("an issue", issue_record_parse, raw, repository=repository)
 
 
-def _label_name(label: dict[str, Any] | str) -> str:
-    return label if isinstance(label, str) else str(label.get("name") or "")
+def _comment_from_json(raw: Any) -> CommentRecord:
+    return _parsed("a comment", comment_record_parse, raw)
 
 
-def _issue_from_json(raw: dict[str, Any]) -> IssueData:
-    raw = _without_nul(raw)
-    return IssueData(
-        number=int(raw["number"]),
-        github_id=int(raw["id"]),
-        is_pull_request="pull_request" in raw,
-        title=raw.get("title") or "",
-        body=raw.get("body") or "",
-        state=raw["state"],
-        state_reason=raw.get("state_reason"),
-        author=_author(raw.get("user")),
-        labels=[_label_name(label) for label in raw.get("labels") or []],
-        created_at=_required_time(raw.get("created_at")),
-        updated_at=_required_time(raw.get("updated_at")),
-        closed_at=_parse_time(raw.get("closed_at")),
-        comments_count=int(raw.get("comments") or 0),
-        raw=raw,
-    )
-
-
-def _comment_from_json(raw: dict[str, Any]) -> CommentData:
-    raw = _without_nul(raw)
-    created_at = _required_time(raw.get("created_at"))
-    return CommentData(
-        github_id=int(raw["id"]),
-        author=_author(raw.get("user")),
-        body=raw.get("body") or "",
-        created_at=created_at,
-        updated_at=_parse_time(raw.get("updated_at")) or created_at,
-        raw=raw,
-    )
+def _distinct_comments(comments: list[CommentRecord]) -> list[CommentRecord]:
+    """One record per comment id, the last read: a list that moves while it is read page by page
+    can show a comment twice, and the corpus stores one row per id."""
+    return list({comment.github_id: comment for comment in comments}.values())
 
 
 def _comment_in_event(event: dict[str, Any]) -> dict[str, Any]:
@@ -376,10 +325,8 @@ def _comment_in_event(event: dict[str, Any]) -> dict[str, Any]:
 
 def _repository_in_api_url(url: str | None) -> str | None:
     """ "owner/name" out of an API URL such as .../repos/owner/name/commits/sha."""
-    if not url:
-        return None
-    match = re.search(r"/repos/([^/]+)/([^/?#]+)", urlsplit(url).path)
-    return f"{match.group(1)}/{match.group(2)}" if match else None
+    found = repository_in_api_url(url)
+    return f"{found[0]}/{found[1]}" if found else None
 
 
 _CLOSING_REFERENCE = re.compile(
@@ -471,7 +418,7 @@ class GitHubClient:
     def repository(self, owner: str, name: str) -> RepositoryData:
         """The repository with its current owner and name (a rename is followed)."""
         _, data = self._get(f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}")
-        data = _without_nul(data)
+        data = _cleaned("a repository", data)
         repository = RepositoryData(
             github_id=int(data["id"]), owner=data["owner"]["login"], name=data["name"]
         )
@@ -488,7 +435,7 @@ class GitHubClient:
         labels: Iterable[str] = (),
         since: datetime | None = None,
         start_page: int = 1,
-    ) -> Iterator[tuple[int, list[IssueData]]]:
+    ) -> Iterator[tuple[int, list[IssueRecord]]]:
         """Yield ``(page_number, issues)`` sorted by ``updated_at`` ascending, pull requests
         included (``is_pull_request``). ``labels`` must all be present; ``since`` keeps issues
         updated at or after it. Resume with ``start_page`` = the last committed page + 1.
@@ -522,18 +469,20 @@ class GitHubClient:
         page = start_page
         while True:
             headers, data = self._get(path, {**parameters, "page": page})
-            issues = [_issue_from_json(item) for item in data or []]
+            issues = [
+                _issue_from_json(item, (repository.owner, repository.name)) for item in data or []
+            ]
             if issues:
                 yield page, issues
             if not issues or _next_page_url(headers) is None:
                 return
             page += 1
 
-    def issue(self, owner: str, name: str, number: int) -> IssueData:
+    def issue(self, owner: str, name: str, number: int) -> IssueRecord:
         """One issue (or pull request). A transferred issue raises NotFound: GitHub answers
         301 to its new home, which PyGithub follows, so the answer is checked for that."""
         _, data = self._get(f"{self._repository_path(owner, name)}/issues/{number}")
-        issue = _issue_from_json(data)
+        issue = _issue_from_json(data, (owner, name))
         home = _repository_in_api_url(issue.raw.get("repository_url"))
         moved = issue.number != number or not self._is_same_repository(owner, name, home)
         if moved:
@@ -542,13 +491,15 @@ class GitHubClient:
 
     def comments(
         self, owner: str, name: str, number: int, *, since: datetime | None = None
-    ) -> list[CommentData]:
+    ) -> list[CommentRecord]:
         """All comments of an issue, oldest first (``since``: updated at or after it)."""
         parameters = {"since": _format_since(since)} if since is not None else {}
         path = f"{self._repository_path(owner, name)}/issues/{number}/comments"
-        return [_comment_from_json(item) for page in self._pages(path, parameters) for item in page]
+        return _distinct_comments(
+            [_comment_from_json(item) for page in self._pages(path, parameters) for item in page]
+        )
 
-    def linked_fixes(self, owner: str, name: str, number: int) -> list[FixData]:
+    def linked_fixes(self, owner: str, name: str, number: int) -> list[FixRecord]:
         """Fixes named by the issue's timeline, pull requests first, each once.
 
         * "closed" events with a commit: the commit that closed the issue;
@@ -561,7 +512,7 @@ class GitHubClient:
 
     def comments_and_fixes(
         self, owner: str, name: str, number: int
-    ) -> tuple[list[CommentData], list[FixData]]:
+    ) -> tuple[list[CommentRecord], list[FixRecord]]:
         """``comments()`` and ``linked_fixes()`` from a single read of the timeline.
 
         GitHub's timeline repeats every comment in full as a "commented" event, so this spares
@@ -570,11 +521,13 @@ class GitHubClient:
         base_path = self._repository_path(owner, name)
         timeline_path = f"{base_path}/issues/{number}/timeline"
         events = [event for page in self._pages(timeline_path, {}) for event in page]
-        comments = [
-            _comment_from_json(_comment_in_event(event))
-            for event in events
-            if event.get("event") == "commented"
-        ]
+        comments = _distinct_comments(
+            [
+                _comment_from_json(_comment_in_event(event))
+                for event in events
+                if event.get("event") == "commented"
+            ]
+        )
         return comments, self._fixes_in_timeline(owner, name, number, base_path, events)
 
     def rate_limit(self) -> RateLimitStatus:
@@ -653,7 +606,7 @@ class GitHubClient:
 
     def _fixes_in_timeline(
         self, owner: str, name: str, number: int, base_path: str, events: list[dict[str, Any]]
-    ) -> list[FixData]:
+    ) -> list[FixRecord]:
         commit_evidence: dict[str, str] = {}
         commit_repositories: dict[str, str | None] = {}
         pull_numbers: list[int] = []
@@ -688,51 +641,53 @@ class GitHubClient:
 
     def _pull_fix(
         self, owner: str, name: str, base_path: str, pull_number: int, issue_number: int
-    ) -> FixData | None:
+    ) -> FixRecord | None:
         try:
             _, pull = self._get(f"{base_path}/pulls/{pull_number}")
         except NotFound:
             return None
-        pull = _without_nul(pull)
         if not pull.get("merged") and not pull.get("merged_at"):
             return None
         evidence = f"cross-referenced merged PR #{pull_number}"
         if _body_closes_issue(pull.get("body"), issue_number, self._known_names(owner, name)):
             evidence += f"; fixes #{issue_number} in PR body"
-        return FixData(
-            kind="pr",
-            ref=str(pull_number),
-            url=pull.get("html_url"),
-            merged_at=_parse_time(pull.get("merged_at")),
-            files_changed=pull.get("changed_files"),
-            additions=pull.get("additions"),
-            deletions=pull.get("deletions"),
-            evidence=evidence,
-        )
+        fix = {
+            "kind": "pr",
+            "ref": pull_number,
+            "url": pull.get("html_url"),
+            "merged_at": pull.get("merged_at"),
+            "files_changed": pull.get("changed_files"),
+            "additions": pull.get("additions"),
+            "deletions": pull.get("deletions"),
+            "evidence": evidence,
+        }
+        return _parsed("a pull request", fix_record_parse, fix)
 
-    def _commit_fix(self, repository_path: str, sha: str, evidence: str) -> FixData:
+    def _commit_fix(self, repository_path: str, sha: str, evidence: str) -> FixRecord:
         try:
             _, commit = self._get(f"{repository_path}/commits/{sha}")
         except GitHubError as error:
             # 404/422: the commit is gone (force-pushed away); the timeline still names it.
             if not isinstance(error, NotFound) and error.status != 422:
                 raise
-            return FixData("commit", sha, None, None, None, None, None, evidence)
-        commit = _without_nul(commit)
+            return _parsed(
+                "a commit", fix_record_parse, {"kind": "commit", "ref": sha, "evidence": evidence}
+            )
         stats = commit.get("stats") or {}
         committer = (commit.get("commit") or {}).get("committer") or {}
         files = commit.get("files")
-        return FixData(
-            kind="commit",
-            ref=sha,
-            url=commit.get("html_url"),
-            merged_at=_parse_time(committer.get("date")),
+        fix = {
+            "kind": "commit",
+            "ref": sha,
+            "url": commit.get("html_url"),
+            "merged_at": committer.get("date"),
             # GitHub lists at most 300 files of a commit; stats cover the whole commit.
-            files_changed=len(files) if files is not None else None,
-            additions=stats.get("additions"),
-            deletions=stats.get("deletions"),
-            evidence=evidence,
-        )
+            "files_changed": len(files) if files is not None else None,
+            "additions": stats.get("additions"),
+            "deletions": stats.get("deletions"),
+            "evidence": evidence,
+        }
+        return _parsed("a commit", fix_record_parse, fix)
 
 
 def _name_key(owner: str, name: str) -> str:

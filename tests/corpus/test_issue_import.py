@@ -69,7 +69,7 @@ def test_bad_lines_are_reported_and_good_lines_imported(db, tmp_path, capsys):
     assert ":2: not valid JSON" in captured.err
     assert ":3: title is missing" in captured.err
     assert ":5: created_at is not an ISO 8601 time" in captured.err
-    assert ":6: comments_data[0].id must be an integer" in captured.err
+    assert ":6: comments_data[0].id is missing" in captured.err
     assert ":7: expected a JSON object" in captured.err
     assert "3 issues created" in captured.out and "5 lines with errors" in captured.out
 

@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 import requests
 
+from corpus.records import GHOST_LOGIN, IssueRecord
 from ingest.github import (
-    GHOST_LOGIN,
     GitHubClient,
-    IssueData,
     NotFound,
     RateLimited,
     TransientGitHubError,
@@ -62,7 +61,7 @@ def client(github: FakeGitHub) -> Iterator[GitHubClient]:
         yield github_client
 
 
-def all_issues(pages: Iterator[tuple[int, list[IssueData]]]) -> list[IssueData]:
+def all_issues(pages: Iterator[tuple[int, list[IssueRecord]]]) -> list[IssueRecord]:
     return [issue for _, issues in pages for issue in issues]
 
 
@@ -439,7 +438,7 @@ def test_linked_fixes_skip_unmerged_foreign_and_fork_references(github, client):
         ("commit", "c" * 40, "closed by commit ccccccc"),
     ]
     assert (fixes[1].files_changed, fixes[1].additions, fixes[1].deletions) == (1, 3, 0)
-    assert (fixes[2].url, fixes[2].files_changed, fixes[2].additions) == (None, None, None)
+    assert (fixes[2].url, fixes[2].files_changed, fixes[2].additions) == ("", None, None)
     fetched = [path.split("?")[0] for path in github.paths_requested()]
     # The unmerged and the foreign pull are never fetched: the timeline already says enough.
     assert not any(path.endswith(("/pulls/2", "/pulls/4")) for path in fetched)
@@ -686,8 +685,8 @@ def test_nul_bytes_are_stripped_everywhere(github, client):
 
     assert (issue.title, issue.body, issue.labels) == ("Loss is NaN", "trace: end", ["bug"])
     assert comment.body == "same here"
-    assert "\x00" not in json.dumps(issue.raw) + json.dumps(comment.raw)
-    assert "\\u0000" not in json.dumps(issue.raw) + json.dumps(comment.raw)
+    assert "\x00" not in json.dumps(issue.raw)
+    assert "\\u0000" not in json.dumps(issue.raw)
 
 
 def test_deleted_accounts_show_as_ghost(github, client):
