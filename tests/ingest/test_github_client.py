@@ -15,6 +15,7 @@ import requests
 from corpus.records import GHOST_LOGIN, IssueRecord
 from ingest.github import (
     GitHubClient,
+    GitHubError,
     NotFound,
     RateLimited,
     TransientGitHubError,
@@ -703,6 +704,24 @@ def test_deleted_accounts_show_as_ghost(github, client):
 
     assert issue.author == GHOST_LOGIN == "ghost"
     assert comment.author == "ghost"
+
+
+def test_issues_are_read_by_the_corpus_parser_and_what_cannot_be_stored_is_an_error(github, client):
+    github.add_repository("acme", "trainer")
+    github.add_issue("acme", "trainer", {"number": 1, "title": "Fine", "pull_request": None})
+    github.add_issue("acme", "trainer", {"number": 2, "title": "Odd", "user": "u" * 101})
+    github.add_issue(
+        "acme",
+        "trainer",
+        {"number": 3, "title": "Doubled"},
+        comments=[{"body": "one", "id": 77}, {"body": "same id", "id": 77}],
+    )
+
+    assert client.issue("acme", "trainer", 1).is_pull_request is False
+    with pytest.raises(GitHubError, match=r"cannot be stored: user\.login is longer than 100"):
+        client.issue("acme", "trainer", 2)
+    # A list read while it moves may show a comment twice; the last copy is kept.
+    assert [c.body for c in client.comments("acme", "trainer", 3)] == ["same id"]
 
 
 def test_missing_body_becomes_empty_text(github, client):
