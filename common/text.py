@@ -145,3 +145,12 @@ def repository_full_name_parse(text: str) -> tuple[str, str]:
         if not pattern.fullmatch(part) or part in (".", ".."):
             raise ValueError(f"has {what} GitHub does not allow: {text!r}")
     return owner, name
+
+
+def issue_reference_parse(text: str) -> tuple[str, str, int]:
+    """(owner, name, number) out of "owner/name#number"; ValueError if it is not one."""
+    full_name, hash_sign, number = (text or "").strip().rpartition("#")
+    if not hash_sign or not number.isascii() or not number.isdigit() or int(number) < 1:
+        raise ValueError(f"must be owner/name#number: {text!r}")
+    owner, name = repository_full_name_parse(full_name)
+    return owner, name, int(number)

@@ -7,11 +7,11 @@ keys joined by `;` (empty: none applies). Optional columns: `unsure` (true/false
 
 import csv
 import io
-import re
 from dataclasses import dataclass
 
+from common.text import issue_reference_parse, strip_nul
+
 REQUIRED_COLUMNS = ("issue", "annotator", "dimension", "labels")
-ISSUE_REFERENCE = re.compile(r"^([A-Za-z0-9_.\-]+)/([A-Za-z0-9_.\-]+)#(\d+)$")
 MAX_FILE_BYTES = 50 * 1024 * 1024
 TRUE_WORDS = {"1", "true", "yes", "y", "t"}
 FALSE_WORDS = {"", "0", "false", "no", "n", "f"}
@@ -50,7 +50,7 @@ def annotation_rows_parse(content: bytes | str) -> list[AnnotationRow]:
             content = content.decode("utf-8-sig")
         except UnicodeDecodeError as error:
             raise AnnotationFileError([(0, f"file is not UTF-8 ({error})")]) from error
-    reader = csv.DictReader(io.StringIO(content.replace("\x00", ""), newline=""))
+    reader = csv.DictReader(io.StringIO(strip_nul(content), newline=""))
     header = [column.strip().lower() for column in reader.fieldnames or []]
     missing = [column for column in REQUIRED_COLUMNS if column not in header]
     if missing:
@@ -65,8 +65,9 @@ def annotation_rows_parse(content: bytes | str) -> list[AnnotationRow]:
         values = {key: (value or "").strip() for key, value in record.items()}
         if not any(values.values()):
             continue
-        match = ISSUE_REFERENCE.match(values["issue"])
-        if match is None:
+        try:
+            owner, name, number = issue_reference_parse(values["issue"])
+        except ValueError:
             errors.append((index, f"issue must be owner/name#number, got {values['issue']!r}"))
             continue
         if not values["annotator"]:
@@ -82,9 +83,9 @@ def annotation_rows_parse(content: bytes | str) -> list[AnnotationRow]:
         rows.append(
             AnnotationRow(
                 line=index,
-                owner=match.group(1),
-                name=match.group(2),
-                number=int(match.group(3)),
+                owner=owner,
+                name=name,
+                number=number,
                 annotator=values["annotator"],
                 dimension=values["dimension"],
                 labels=tuple(

@@ -5,7 +5,13 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from django.db import connection
 
-from common.text import JsonValueError, iso_time_parse, json_clean, repository_full_name_parse
+from common.text import (
+    JsonValueError,
+    iso_time_parse,
+    issue_reference_parse,
+    json_clean,
+    repository_full_name_parse,
+)
 from corpus import records
 from corpus.models import Issue, IssueComment, LinkedFix, Repository
 from corpus.records import RecordError, issue_record_parse
@@ -162,3 +168,10 @@ def test_issue_objects_that_are_refused(changes, message):
     with pytest.raises(RecordError) as error:
         issue_record_parse(github_issue(**changes))
     assert str(error.value).startswith(message)
+
+
+def test_issue_references_parse():
+    assert issue_reference_parse(" microsoft/DeepSpeed#7061 ") == ("microsoft", "DeepSpeed", 7061)
+    for text in ("microsoft/DeepSpeed", "microsoft/DeepSpeed#0", "a/b#x", "a#1", "a/b/c#1"):
+        with pytest.raises(ValueError, match=r"must be|GitHub does not allow"):
+            issue_reference_parse(text)

@@ -4,6 +4,7 @@ from datetime import UTC, datetime
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.text import iso_time_parse
 from labeling.agreement_report import LabelTableFilter, report_rows, study_agreement_report
 from labeling.models import Study
 
@@ -65,10 +66,9 @@ class Command(BaseCommand):
 
 def _moment(text: str) -> datetime:
     try:
-        moment = datetime.fromisoformat(text)
+        return iso_time_parse(text, naive_zone=UTC)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 date or time: {text!r}") from error
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _number(value: float | None) -> str:

@@ -1,4 +1,3 @@
-import re
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
@@ -6,11 +5,10 @@ from django.core.management.base import CommandError
 
 from common.exceptions import ApplicationError
 from common.management import CommandWithVersionOption
+from common.text import issue_reference_parse
 from corpus.models import Issue
 from labeling.services.studies import study_create
 from taxonomy.selectors import codebook_version_get
-
-ISSUE_REF = re.compile(r"^([\w.\-]+)/([\w.\-]+)#(\d+)$")
 
 
 class Command(CommandWithVersionOption):
@@ -75,13 +73,13 @@ def _issues(path: Path | None, everything: bool) -> list[Issue]:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        match = ISSUE_REF.match(line)
-        if not match:
+        try:
+            owner, name, number = issue_reference_parse(line)
+        except ValueError:
             errors.append(f"{path}:{line_number}: expected owner/name#number, got {line!r}")
             continue
-        owner, name, number = match.groups()
         issue = Issue.objects.filter(
-            repository__owner=owner, repository__name=name, number=int(number)
+            repository__owner=owner, repository__name=name, number=number
         ).first()
         if issue is None:
             errors.append(f"{path}:{line_number}: {line} is not in the corpus")
