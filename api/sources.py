@@ -1,7 +1,7 @@
 """Sources and sync runs over the API: list and add sources, start a sync, watch a run.
 
 Sources feed every study, so the endpoints are for superusers and managers of at least one
-study; what each call does is decided in ingest.services.
+study; what each call does is decided in the ingest modules (sources, follows, dispatch).
 """
 
 from drf_spectacular.utils import extend_schema
@@ -12,9 +12,11 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from api.permissions import CanManageSources
+from ingest.dispatch import sync_request
+from ingest.follows import study_follow_create
 from ingest.models import Source, StudyFollow, SyncRun
 from ingest.selectors import runs_latest, source_list, sync_run_list
-from ingest.services import source_create, study_follow_create, sync_request
+from ingest.sources import source_create
 from labeling.access import study_get_visible_to
 
 

@@ -76,8 +76,10 @@ def child(database_url: str, github_url: str) -> None:
     # Migrating again is a no-op for the second sync.
     django_setup(database_url, GITHUB_API_URL=github_url, GITHUB_TOKEN="")
     from corpus.models import Issue, IssueComment, LinkedFix
+    from ingest.dispatch import sync_request
     from ingest.models import Source
-    from ingest.services import source_get_or_create, sync_request, sync_run_to_completion
+    from ingest.sources import source_get_or_create
+    from ingest.sync import sync_run_to_completion
 
     source, _ = source_get_or_create(repository=f"{OWNER}/{NAME}")
     source = Source.objects.get(pk=source.pk)

@@ -13,6 +13,8 @@ from django.db import DatabaseError, connection, models, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
+from common.exceptions import ApplicationError
+from common.services import model_update
 from corpus.facets import issue_facets
 from corpus.models import Issue, IssueComment, LinkedFix, Repository
 from corpus.records import IssueRecord, RecordError, issue_record_parse
@@ -446,3 +448,47 @@ def issue_texts_render(*, issue_ids: list[int] | None) -> int:
             Issue.objects.bulk_update(chunk, ["body_html", "facets"], batch_size=BATCH_SIZE)
         rendered += len(chunk)
     return rendered
+
+
+# --------------------------------------------------------------------------- Repositories
+
+
+def repository_for_name(*, owner: str, name: str) -> Repository:
+    """The corpus repository of that name, matched without regard to case (as GitHub does) and
+    also under the name it was renamed to; created when the corpus does not hold it yet."""
+    repository = Repository.objects.filter(owner__iexact=owner, name__iexact=name).first()
+    if repository is None:
+        repository = Repository.objects.filter(renamed_to__iexact=f"{owner}/{name}").first()
+    if repository is None:
+        repository = Repository.objects.create(owner=owner, name=name)
+    return repository
+
+
+def repository_note_upstream(
+    *, repository: Repository, github_id: int, full_name: str
+) -> Repository:
+    """Record GitHub's id of the repository and, after a rename, its new name (`full_name` is
+    GitHub's OWNER/NAME now). The row keeps the name the corpus knows it by, so "owner/name#number"
+    references and study items stay valid; lookups use `renamed_to` from then on.
+
+    The id is the repository's identity: another row holding it, or a different id behind the
+    name, is an ApplicationError.
+    """
+    data: dict = {}
+    if repository.github_id is None:
+        clash = Repository.objects.filter(github_id=github_id).exclude(pk=repository.pk).first()
+        if clash is not None:
+            raise ApplicationError(
+                f"{repository.full_name} is GitHub's {full_name}, which the corpus "
+                f"holds already as {clash.full_name}; add the source for {clash.full_name}."
+            )
+        data["github_id"] = github_id
+    elif repository.github_id != github_id:
+        raise ApplicationError(
+            f"{repository.renamed_to or repository.full_name} is now a different GitHub "
+            f"repository ({full_name}) than the one stored as {repository.full_name}."
+        )
+    same_name = full_name.lower() == repository.full_name.lower()
+    data["renamed_to"] = "" if same_name else full_name
+    repository, _ = model_update(instance=repository, fields=["github_id", "renamed_to"], data=data)
+    return repository

@@ -3,8 +3,9 @@ Sources are added on the Sources page, the API or `sync_github`; saves go throug
 
 from django.contrib import admin, messages
 
+from ingest.dispatch import sync_request
 from ingest.models import Source, StudyFollow, SyncRun
-from ingest.services import source_update, sync_request
+from ingest.sources import source_update
 
 
 @admin.register(Source)

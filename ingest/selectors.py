@@ -1,24 +1,13 @@
-"""Reads about sources and sync runs: who may manage them, what the Sources page lists, which
-sources are due."""
+"""Reads about sources and sync runs: what the Sources page lists, which sources are due. Who may
+manage sources is an access rule: `labeling.access.user_can_manage_sources`."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Max, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from ingest.models import Source, StudyFollow, SyncRun
-from labeling.models import Membership
-
-
-def user_can_manage_sources(*, user: AbstractBaseUser) -> bool:
-    """Sources feed every study, so they are for superusers and for whoever manages a study."""
-    if not user.is_authenticated:
-        return False
-    if user.is_superuser:
-        return True
-    return Membership.objects.filter(user=user, role=Membership.Role.MANAGER).exists()
 
 
 def source_list() -> QuerySet[Source]:

@@ -1,20 +1,29 @@
-"""Celery tasks: thin adapters over ingest.services. They take ids and re-fetch."""
+"""Celery tasks: thin adapters over the modules that do the work (`ingest.runs`, `ingest.sync`).
+They take ids and re-fetch.
+
+The import arrows go one way: whoever sends a task imports this module (`ingest.dispatch`), and
+this module never imports a sender; the tasks send their own messages with
+`sync_source_enqueue`, which `ingest.dispatch` uses too. Messages go through `apply_async`, not
+`send_task` by name, which would ignore CELERY_TASK_ALWAYS_EAGER (the embedded default).
+"""
 
 import logging
 from datetime import timedelta
+from functools import partial
 
 from celery import shared_task
 from django.conf import settings
+from django.db import transaction
 
 from ingest.github import TransientGitHubError
 from ingest.models import Source, SyncRun
-from ingest.services import (
-    sync_due_sources_request,
-    sync_request,
-    sync_run_execute,
+from ingest.runs import (
     sync_run_fail,
+    sync_run_open,
+    sync_runs_open_for_due_sources,
     worker_name,
 )
+from ingest.sync import sync_run_execute
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +54,8 @@ def sync_source(self, source_id: int, run_id: int | None = None) -> dict:
     """
     if run_id is None:
         source = Source.objects.get(pk=source_id)
-        run_id = sync_request(source=source, trigger=SyncRun.Trigger.SCHEDULE, enqueue=False).pk
+        opened = sync_run_open(source=source, trigger=SyncRun.Trigger.SCHEDULE, with_task=False)
+        run_id = opened.run.pk
     try:
         outcome = sync_run_execute(run_id=run_id, worker=worker_name(self.request.id))
         while outcome.status == SyncRun.Status.QUEUED and self.request.is_eager:
@@ -72,5 +82,26 @@ def sync_source(self, source_id: int, run_id: int | None = None) -> dict:
 
 @shared_task(ignore_result=True)
 def sync_due_sources() -> int:
-    """Beat's minute tick: request a sync of every source whose interval has passed."""
-    return len(sync_due_sources_request())
+    """Beat's minute tick: request a sync of every source whose interval has passed, or whose
+    run lost its worker. Returns the number of runs requested."""
+    requested = 0
+    for opened in sync_runs_open_for_due_sources():
+        if opened.send_task:
+            sync_source_enqueue(opened.run)
+        requested += 1
+    return requested
+
+
+def sync_source_enqueue(run: SyncRun) -> None:
+    """Send the task for the run, with the run's task id, once the current transaction commits.
+
+    `robust`: a broker that is down must not turn a committed request into an error page; the
+    run stays queued, its lease runs out, and the next request or beat tick queues it again.
+    """
+    send = partial(
+        sync_source.apply_async,
+        args=[run.source_id, run.id],
+        task_id=run.task_id,
+        queue=settings.INGEST_QUEUE,
+    )
+    transaction.on_commit(send, robust=True)

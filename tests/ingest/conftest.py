@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from corpus.models import Issue
+from ingest.dispatch import sync_request
 from ingest.github import GitHubClient
 from ingest.models import Source, SyncRun
-from ingest.services import source_create, sync_request, sync_run_to_completion
+from ingest.sources import source_create
+from ingest.sync import sync_run_to_completion
 from tests.github_server import FakeGitHub, parse_time
 
 SAMPLE_PATH = Path(__file__).resolve().parents[2] / "corpus" / "data" / "sample-issues.jsonl"

@@ -13,8 +13,9 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from corpus.models import Issue
+from ingest.dispatch import sync_request
 from ingest.models import Source, StudyFollow, SyncRun
-from ingest.services import source_create, sync_request
+from ingest.sources import source_create
 from labeling.services.studies import study_create
 
 PASSWORD = "a-long-test-password"

@@ -12,18 +12,14 @@ from django.utils import timezone
 
 from common.exceptions import ApplicationError, PermissionDeniedError
 from corpus.models import Issue, IssueComment, Repository
+from ingest.dispatch import sync_request
+from ingest.follows import study_follow_create
 from ingest.github import TransientGitHubError
 from ingest.models import Source, StudyFollow, SyncRun
-from ingest.services import (
-    source_create,
-    study_follow_create,
-    sync_due_sources_request,
-    sync_request,
-    sync_run_claim,
-    sync_run_execute,
-    sync_run_to_completion,
-)
-from ingest.tasks import sync_source
+from ingest.runs import sync_run_claim, sync_runs_open_for_due_sources
+from ingest.sources import source_create
+from ingest.sync import sync_run_execute, sync_run_to_completion
+from ingest.tasks import sync_due_sources, sync_source
 from labeling.models import Annotation, StudyItem
 from labeling.services.annotations import DimensionAnswer, assignment_save
 from tests.conftest import require_postgres
@@ -706,11 +702,27 @@ def test_due_sources_get_a_run_and_others_do_not(github, make_source):
     old = SyncRun.objects.create(source=due, status=SyncRun.Status.FAILED)
     SyncRun.objects.filter(pk=old.pk).update(queued_at=timezone.now() - timedelta(minutes=31))
 
-    runs = sync_due_sources_request()
+    opened = list(sync_runs_open_for_due_sources())
 
-    assert [run.source for run in runs] == [due]
-    assert runs[0].trigger == SyncRun.Trigger.SCHEDULE
-    assert sync_due_sources_request() == []  # the new run counts from now
+    assert [entry.run.source for entry in opened] == [due]
+    assert opened[0].run.trigger == SyncRun.Trigger.SCHEDULE and opened[0].send_task
+    assert list(sync_runs_open_for_due_sources()) == []  # the new run counts from now
+
+
+def test_the_beat_task_sends_one_task_per_run_it_opens(
+    github, make_source, django_capture_on_commit_callbacks
+):
+    make_source("acme/one")
+    make_source("acme/two")
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        requested = sync_due_sources()
+
+    assert requested == 2 and len(callbacks) == 2
+    assert SyncRun.objects.filter(trigger=SyncRun.Trigger.SCHEDULE).exclude(task_id="").count() == 2
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert sync_due_sources() == 0
+    assert callbacks == []
 
 
 def test_the_task_runs_the_sync(sample_github, make_source, corpus):
@@ -772,10 +784,10 @@ def test_a_source_whose_run_lost_its_worker_is_due_at_once(github, make_source):
     source = make_source("acme/trainer", interval_minutes=60)
     run = sync_request(source=source, enqueue=False)
     sync_run_claim(run_id=run.pk, worker="dead-worker")
-    assert sync_due_sources_request() == []
+    assert list(sync_runs_open_for_due_sources()) == []
 
     SyncRun.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    replaced = sync_due_sources_request()
+    replaced = [entry.run for entry in sync_runs_open_for_due_sources()]
 
     assert len(replaced) == 1 and replaced[0] != run
     run.refresh_from_db()

@@ -28,8 +28,9 @@ from django.db import connection
 from django.utils import timezone
 
 from corpus.models import Issue
+from ingest.dispatch import sync_request
 from ingest.models import Source, SyncRun
-from ingest.services import source_create, sync_request
+from ingest.sources import source_create
 from ingest.tasks import sync_due_sources, sync_source
 from tests.conftest import require_postgres, require_service
 from tests.ingest.conftest import SAMPLE_REPOSITORIES

@@ -13,6 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from common.exceptions import ApplicationError
+from ingest.dispatch import sync_request
 from ingest.models import MAX_INTERVAL_MINUTES, MIN_INTERVAL_MINUTES, Source
 from ingest.selectors import (
     runs_latest,
@@ -20,7 +21,7 @@ from ingest.selectors import (
     sync_run_get,
     sync_run_list,
 )
-from ingest.services import source_create, sync_request
+from ingest.sources import source_create
 from labeling.access import user_can_manage_sources
 
 RECENT_RUNS = 15

@@ -4,15 +4,11 @@ from datetime import UTC, datetime
 from django.core.management.base import BaseCommand, CommandError
 
 from common.exceptions import ApplicationError
+from ingest.dispatch import sync_request
 from ingest.models import SyncRun
-from ingest.services import (
-    SKIPPED,
-    SyncOutcome,
-    source_get_or_create,
-    sync_request,
-    sync_run_to_completion,
-    worker_name,
-)
+from ingest.runs import worker_name
+from ingest.sources import source_get_or_create
+from ingest.sync import SKIPPED, SyncOutcome, sync_run_to_completion
 
 
 def iso_time(text: str) -> datetime:

@@ -1,4 +1,4 @@
-"""Writes of the ingest layer: sources, study follows, and sync runs (request, claim, execute).
+"""The sync itself: one execution of a run reads GitHub and commits what it read, page by page.
 
 How a sync reads GitHub (see README.md, "GitHub ingestion", for the why):
 
@@ -14,443 +14,50 @@ How a sync reads GitHub (see README.md, "GitHub ingestion", for the why):
   it with no duplicates (upserts by repository and number) and no gaps (`since` is inclusive,
   and starts a little before the cursor).
 * A rate limit or a persistent server error first commits the part of the page already read.
+
+The corpus is written through its services (issues, repositories), studies are fed through
+`ingest.follows`; the run row is claimed and failed through `ingest.runs`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import random
-import re
-import socket
 import time
-import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import DateTimeField, F, Q, Value
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from common.exceptions import ApplicationError, PermissionDeniedError
-from common.services import model_update
-from corpus.issue_import import CommentRecord, FixRecord, IssueRecord
-from corpus.models import Issue, LinkedFix, Repository
+from common.exceptions import ApplicationError
+from corpus.models import Repository
+from corpus.records import CommentRecord, FixRecord, IssueRecord
+from corpus.selectors import issues_updated_at
 from corpus.services import (
     issue_texts_render,
     issues_remove_gone,
     issues_store,
+    repository_note_upstream,
 )
+from ingest.follows import follows_apply
 from ingest.github import (
-    CommentData,
-    FixData,
     GitHubClient,
     GitHubError,
-    IssueData,
     NotFound,
     RateLimited,
     RepositoryData,
     TransientGitHubError,
 )
-from ingest.models import MAX_INTERVAL_MINUTES, MIN_INTERVAL_MINUTES, Source, StudyFollow, SyncRun
-from ingest.selectors import sources_due
-from labeling.models import Membership, Study
-from labeling.selectors import study_roles
-from labeling.services.studies import study_items_add
+from ingest.models import Source, SyncRun
+from ingest.runs import lease_duration, sync_run_claim, sync_run_fail
+from ingest.sources import source_issues
 
 logger = logging.getLogger(__name__)
-
-_OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
-_NAME = r"[A-Za-z0-9_.-]{1,100}"
-_FULL_NAME = re.compile(rf"^(?P<owner>{_OWNER})/(?P<name>{_NAME})$")
-_GITHUB_WEB_PREFIX = re.compile(r"^(?:https?://)?(?:www\.)?github\.com/", re.IGNORECASE)
-MAX_LABELS = 20
-MAX_LABEL_LENGTH = 50  # GitHub's own limit on label names
-
-
-# --------------------------------------------------------------------------- sources
-
-
-def repository_name_parse(*, text: str) -> tuple[str, str]:
-    """Parse OWNER/NAME, or a github.com URL of the repository, into (owner, name)."""
-    cleaned = _GITHUB_WEB_PREFIX.sub("", (text or "").strip()).removesuffix(".git").rstrip("/")
-    match = _FULL_NAME.match(cleaned)
-    if match is None or match.group("name") in (".", ".."):
-        raise ApplicationError(
-            "A repository is written OWNER/NAME, for example microsoft/DeepSpeed.",
-            {"repository": text},
-        )
-    return match.group("owner"), match.group("name")
-
-
-def labels_clean(*, labels: Iterable[str]) -> list[str]:
-    """Label names stripped, without repeats (ignoring case), in the order given."""
-    if isinstance(labels, str):
-        raise ApplicationError("Labels are a list of label names.")
-    cleaned: list[str] = []
-    seen: set[str] = set()
-    for label in labels:
-        if not isinstance(label, str):
-            raise ApplicationError("Labels are a list of label names.", {"label": repr(label)})
-        name = label.strip()
-        if not name:
-            continue
-        if len(name) > MAX_LABEL_LENGTH:
-            raise ApplicationError(
-                f"A label name has at most {MAX_LABEL_LENGTH} characters.", {"label": name}
-            )
-        if "," in name:
-            # GitHub's labels filter is a comma-separated list, so such a label cannot be asked for.
-            raise ApplicationError("A label name cannot contain a comma.", {"label": name})
-        if name.lower() not in seen:
-            seen.add(name.lower())
-            cleaned.append(name)
-    if len(cleaned) > MAX_LABELS:
-        raise ApplicationError(f"A source names at most {MAX_LABELS} labels.")
-    return cleaned
-
-
-def _since_check(since: datetime | None) -> None:
-    if since is None:
-        return
-    if timezone.is_naive(since):
-        raise ApplicationError("`since` needs a time zone, for example 2024-01-01T00:00:00Z.")
-    if since > timezone.now():
-        raise ApplicationError("`since` lies in the future.")
-
-
-def _interval_check(interval_minutes: int) -> None:
-    if not MIN_INTERVAL_MINUTES <= interval_minutes <= MAX_INTERVAL_MINUTES:
-        raise ApplicationError(
-            f"The interval is between {MIN_INTERVAL_MINUTES} and {MAX_INTERVAL_MINUTES} minutes.",
-            {"interval_minutes": interval_minutes},
-        )
-
-
-def repository_for_name(*, owner: str, name: str) -> Repository:
-    """The corpus repository of that name, matched without regard to case (as GitHub does) and
-    also under the name it was renamed to; created when the corpus does not hold it yet."""
-    repository = Repository.objects.filter(owner__iexact=owner, name__iexact=name).first()
-    if repository is None:
-        repository = Repository.objects.filter(renamed_to__iexact=f"{owner}/{name}").first()
-    if repository is None:
-        repository = Repository.objects.create(owner=owner, name=name)
-    return repository
-
-
-def _same_source(
-    *, repository: Repository, state: str, labels: list[str], include_pull_requests: bool
-) -> Source | None:
-    wanted = sorted(label.lower() for label in labels)
-    for source in Source.objects.filter(
-        repository=repository, state=state, include_pull_requests=include_pull_requests
-    ):
-        if sorted(label.lower() for label in source.labels) == wanted:
-            return source
-    return None
-
-
-@transaction.atomic
-def source_create(
-    *,
-    repository: str,
-    state: str = Source.State.CLOSED,
-    labels: Iterable[str] = (),
-    since: datetime | None = None,
-    include_pull_requests: bool = False,
-    interval_minutes: int = 60,
-    enabled: bool = True,
-    created_by: AbstractBaseUser | None = None,
-) -> Source:
-    """Add a source. The same repository, state, labels and pull-request choice twice is an
-    error (the second would only repeat the first's requests)."""
-    owner, name = repository_name_parse(text=repository)
-    if state not in Source.State.values:
-        raise ApplicationError(f"The state is one of {', '.join(Source.State.values)}.")
-    label_names = labels_clean(labels=labels)
-    _since_check(since)
-    _interval_check(interval_minutes)
-    repository_row = repository_for_name(owner=owner, name=name)
-    if _same_source(
-        repository=repository_row,
-        state=state,
-        labels=label_names,
-        include_pull_requests=include_pull_requests,
-    ):
-        raise ApplicationError(
-            f"{repository_row.full_name} has a source with this state and these labels already."
-        )
-    return Source.objects.create(
-        repository=repository_row,
-        state=state,
-        labels=label_names,
-        since=since,
-        include_pull_requests=include_pull_requests,
-        interval_minutes=interval_minutes,
-        enabled=enabled,
-        created_by=created_by if created_by and created_by.is_authenticated else None,
-    )
-
-
-@transaction.atomic
-def source_get_or_create(
-    *,
-    repository: str,
-    state: str = Source.State.CLOSED,
-    labels: Iterable[str] = (),
-    since: datetime | None = None,
-) -> tuple[Source, bool]:
-    """The source with this repository, state and labels (pull requests left out), created when
-    missing. A `since` given for an existing source replaces its own."""
-    owner, name = repository_name_parse(text=repository)
-    label_names = labels_clean(labels=labels)
-    _since_check(since)
-    repository_row = repository_for_name(owner=owner, name=name)
-    source = _same_source(
-        repository=repository_row, state=state, labels=label_names, include_pull_requests=False
-    )
-    if source is None:
-        source = source_create(
-            repository=repository_row.full_name, state=state, labels=label_names, since=since
-        )
-        return source, True
-    if since is not None:
-        source, _ = model_update(instance=source, fields=["since"], data={"since": since})
-    return source, False
-
-
-def source_update(*, source: Source, data: dict) -> Source:
-    """Change how a source is scheduled (enabled, interval)."""
-    if "interval_minutes" in data:
-        _interval_check(data["interval_minutes"])
-    source, _ = model_update(instance=source, fields=["enabled", "interval_minutes"], data=data)
-    return source
-
-
-# --------------------------------------------------------------------------- study follows
-
-
-def _follow_matches(follow: StudyFollow, issue: Issue, *, has_fix: bool) -> bool:
-    if issue.is_pull_request:
-        return False
-    if follow.state != StudyFollow.State.ANY and issue.state != follow.state:
-        return False
-    issue_labels = {label.lower() for label in issue.labels}
-    if any(label.lower() not in issue_labels for label in follow.labels):
-        return False
-    return has_fix or not follow.requires_linked_fix
-
-
-def _follows_apply(*, follows: Sequence[StudyFollow], issues: list[Issue], fixed: set[int]) -> int:
-    """Add the issues each follow's rule selects to its study. `fixed`: ids with a linked fix."""
-    added = 0
-    for follow in follows:
-        if follow.study.status != Study.Status.ACTIVE:
-            continue
-        matching = [i for i in issues if _follow_matches(follow, i, has_fix=i.id in fixed)]
-        if matching:
-            added += len(study_items_add(study=follow.study, issues=matching))
-    return added
-
-
-@transaction.atomic
-def study_follow_create(
-    *,
-    source: Source,
-    study: Study,
-    state: str = StudyFollow.State.ANY,
-    labels: Iterable[str] = (),
-    requires_linked_fix: bool = False,
-    include_existing: bool = False,
-    created_by: AbstractBaseUser | None = None,
-) -> StudyFollow:
-    """Let a study take in the source's matching issues from now on; with `include_existing`,
-    the matching issues stored already are added at once too. When `created_by` is given, they
-    must manage the study."""
-    if created_by is not None and Membership.Role.MANAGER not in study_roles(
-        study=study, user=created_by
-    ):
-        raise PermissionDeniedError("Only the study's managers may let it follow a source.")
-    if state not in StudyFollow.State.values:
-        raise ApplicationError(f"The state is one of {', '.join(StudyFollow.State.values)}.")
-    if StudyFollow.objects.filter(source=source, study=study).exists():
-        raise ApplicationError(f"The study {study.slug} follows this source already.")
-    follow = StudyFollow.objects.create(
-        source=source,
-        study=study,
-        state=state,
-        labels=labels_clean(labels=labels),
-        requires_linked_fix=requires_linked_fix,
-        created_by=created_by,
-    )
-    if include_existing:
-        issues = list(_source_issues(source=source))
-        fixed = set(LinkedFix.objects.filter(issue__in=issues).values_list("issue_id", flat=True))
-        _follows_apply(follows=[follow], issues=issues, fixed=fixed)
-    return follow
-
-
-def _source_issues(*, source: Source) -> list[Issue]:
-    """The stored issues of the source's repository that its filter selects."""
-    issues = Issue.objects.filter(repository_id=source.repository_id).only(
-        "id", "number", "state", "labels", "is_pull_request", "updated_at"
-    )
-    if not source.include_pull_requests:
-        issues = issues.filter(is_pull_request=False)
-    if source.state != Source.State.ALL:
-        issues = issues.filter(state=source.state)
-    if source.since is not None:
-        issues = issues.filter(updated_at__gte=source.since)
-    wanted = [label.lower() for label in source.labels]
-    return [
-        issue
-        for issue in issues.order_by("number")
-        if all(label in {name.lower() for name in issue.labels} for label in wanted)
-    ]
-
-
-# --------------------------------------------------------------------------- runs: lease
-
-
-def worker_name(token: str | None = None) -> str:
-    """Who holds a run: host, process and a token (the task id), so that a log line leads to it."""
-    return f"{socket.gethostname()}:{os.getpid()}:{token or uuid.uuid4().hex[:12]}"
-
-
-def _lease() -> timedelta:
-    return timedelta(seconds=settings.INGEST_LEASE_SECONDS)
-
-
-def _enqueue(run: SyncRun) -> None:
-    """Send the task for the run once the current transaction commits.
-
-    `robust`: a broker that is down must not turn a committed request into an error page; the
-    run stays queued, its lease runs out, and the next request or beat tick queues it again.
-    """
-    from ingest.tasks import sync_source  # the tasks module imports this one
-
-    send = partial(
-        sync_source.apply_async,
-        args=[run.source_id, run.id],
-        task_id=run.task_id,
-        queue=settings.INGEST_QUEUE,
-    )
-    transaction.on_commit(send, robust=True)
-
-
-@transaction.atomic
-def sync_request(
-    *,
-    source: Source,
-    requested_by: AbstractBaseUser | None = None,
-    trigger: str = SyncRun.Trigger.MANUAL,
-    enqueue: bool = True,
-) -> SyncRun:
-    """Ask for a sync of the source: the active run when there is one, else a new queued run
-    whose task is sent after commit (`enqueue=False`: the caller executes it itself).
-
-    The source row is locked, so two requests at once get the same run. An active run whose
-    lease has expired lost its worker: it is marked failed and a new run takes its place,
-    resuming from the source's cursor.
-    """
-    source = Source.objects.select_for_update().get(pk=source.pk)
-    now = timezone.now()
-    active = SyncRun.objects.filter(source=source, status__in=SyncRun.ACTIVE_STATUSES).first()
-    if active is not None:
-        if active.lease_expires_at is not None and active.lease_expires_at >= now:
-            reset_passed = active.rate_limit_reset is not None and active.rate_limit_reset <= now
-            if enqueue and active.status == SyncRun.Status.WAITING and reset_passed:
-                # Its wake-up message may never come (inline tasks, a lost message); a second
-                # message finds the run claimed and stops.
-                active.task_id = uuid.uuid4().hex
-                active.save(update_fields=["task_id"])
-                _enqueue(active)
-            return active
-        active.status = SyncRun.Status.FAILED
-        active.error = _lost_reason(active)
-        active.finished_at = now
-        active.lease_expires_at = None
-        active.save(update_fields=["status", "error", "finished_at", "lease_expires_at"])
-        logger.warning("sync run %s of source %s: %s", active.pk, source.pk, active.error)
-    run = SyncRun.objects.create(
-        source=source,
-        trigger=trigger,
-        requested_by=requested_by if requested_by and requested_by.is_authenticated else None,
-        # A queued run may wait behind other syncs for a while before a worker takes it.
-        lease_expires_at=now + timedelta(seconds=settings.INGEST_QUEUED_TIMEOUT_SECONDS),
-        task_id=uuid.uuid4().hex if enqueue else "",
-    )
-    if enqueue:
-        _enqueue(run)
-    return run
-
-
-def _lost_reason(run: SyncRun) -> str:
-    if run.status == SyncRun.Status.RUNNING:
-        return f"worker lost: {run.worker or 'its worker'} stopped reporting progress"
-    if run.status == SyncRun.Status.WAITING:
-        return "worker lost: nobody resumed the run after the rate-limit reset"
-    return "worker lost: no worker took the run"
-
-
-def sync_due_sources_request(*, now: datetime | None = None) -> list[SyncRun]:
-    """Request a sync of every enabled source whose interval has passed, or whose active run
-    lost its worker (beat's task calls this every minute)."""
-    due = sources_due(now=now)
-    sources = Source.objects.in_bulk([entry.source_id for entry in due])
-    return [
-        sync_request(source=sources[entry.source_id], trigger=SyncRun.Trigger.SCHEDULE)
-        for entry in due
-        if entry.source_id in sources
-    ]
-
-
-def sync_run_claim(*, run_id: int, worker: str) -> SyncRun | None:
-    """Take the lease of a run with one conditional UPDATE, so two executions never hold it.
-
-    Claimable: a queued run, a waiting run whose rate-limit reset has passed, a running run
-    whose lease expired. None when the run is not claimable (done, failed, held by a live
-    worker, waiting still).
-    """
-    now = timezone.now()
-    claimable = (
-        Q(status=SyncRun.Status.QUEUED)
-        | Q(status=SyncRun.Status.WAITING, rate_limit_reset__isnull=True)
-        | Q(status=SyncRun.Status.WAITING, rate_limit_reset__lte=now)
-        | Q(status=SyncRun.Status.RUNNING, lease_expires_at__lt=now)
-    )
-    claimed = SyncRun.objects.filter(claimable, pk=run_id).update(
-        status=SyncRun.Status.RUNNING,
-        worker=worker,
-        heartbeat_at=now,
-        lease_expires_at=now + _lease(),
-        started_at=Coalesce("started_at", Value(now, output_field=DateTimeField())),
-        attempts=F("attempts") + 1,
-        error="",
-    )
-    if not claimed:
-        return None
-    return SyncRun.objects.select_related("source__repository").get(pk=run_id)
-
-
-def sync_run_fail(*, run_id: int, error: str) -> None:
-    """Mark an active run failed (a task out of retries)."""
-    SyncRun.objects.filter(pk=run_id, status__in=SyncRun.ACTIVE_STATUSES).update(
-        status=SyncRun.Status.FAILED,
-        error=error[:5000],
-        finished_at=timezone.now(),
-        lease_expires_at=None,
-    )
-
-
-# --------------------------------------------------------------------------- runs: execution
 
 
 @dataclass(frozen=True)
@@ -565,7 +172,7 @@ class _Sync:
         self.counts: Counter[str] = Counter(run.counts)
         self.requests_before = run.requests_used
         self.progress = run.progress
-        self.lease = _lease()
+        self.lease = lease_duration()
         self.deadline = time.monotonic() + settings.INGEST_EXECUTION_SECONDS
         self.beat_every = max(0.2, self.lease.total_seconds() / 6)
         self.last_beat = time.monotonic()
@@ -642,7 +249,7 @@ class _Sync:
 
     def _listing(
         self, *, since: datetime | None, page_number: int
-    ) -> Iterator[tuple[int, list[IssueData]]]:
+    ) -> Iterator[tuple[int, list[IssueRecord]]]:
         """The issue list from `since`; only its first page is read, each page being the start
         of a fresh listing from the cursor (the list moves while it is read)."""
         return self.client.issue_pages(
@@ -654,14 +261,12 @@ class _Sync:
             start_page=page_number,
         )
 
-    def _read_and_commit(self, page: list[IssueData]) -> None:
+    def _read_and_commit(self, page: list[IssueRecord]) -> None:
         """Read what changed on the page, then commit it with the cursor. On a GitHub error the
         part read so far is committed first (the list is in update order, so a prefix of it is
         a valid place for the cursor)."""
-        stored = dict(
-            Issue.objects.filter(
-                repository=self.repository, number__in=[issue.number for issue in page]
-            ).values_list("number", "updated_at")
+        stored = issues_updated_at(
+            repository_id=self.repository.pk, numbers=[issue.number for issue in page]
         )
         read = _PageWork()
         try:
@@ -676,7 +281,7 @@ class _Sync:
             raise
         self._commit(read, advance_cursor=True)
 
-    def _read_issue(self, issue: IssueData, stored_at: datetime | None, read: _PageWork) -> None:
+    def _read_issue(self, issue: IssueRecord, stored_at: datetime | None, read: _PageWork) -> None:
         read.counts["seen"] += 1
         if issue.is_pull_request and not self.source.include_pull_requests:
             read.counts["pull_requests_skipped"] += 1
@@ -706,7 +311,7 @@ class _Sync:
         ):
             listed.update(issue.number for issue in issues)
             self._beat()
-        stored = {issue.number: issue.updated_at for issue in _source_issues(source=self.source)}
+        stored = {issue.number: issue.updated_at for issue in source_issues(source=self.source)}
         read = _PageWork()
         try:
             for number in sorted(set(stored) - listed):
@@ -749,7 +354,9 @@ class _Sync:
                     comments=report.comments,
                     fixes=report.linked_fixes,
                 )
-                read.counts["followed"] += self._apply_follows(written_ids)
+                read.counts["followed"] += follows_apply(
+                    follows=self.follows, issue_ids=written_ids
+                )
             if read.gone:
                 read.counts.update(self._issues_gone(read.gone))
             if advance_cursor and read.handled:
@@ -778,19 +385,6 @@ class _Sync:
             raise _LeaseLost
         return source
 
-    def _apply_follows(self, issue_ids: list[int]) -> int:
-        if not self.follows or not issue_ids:
-            return 0
-        issues = list(
-            Issue.objects.filter(id__in=issue_ids, is_pull_request=False).only(
-                "id", "number", "state", "labels", "is_pull_request"
-            )
-        )
-        fixed = set(
-            LinkedFix.objects.filter(issue_id__in=issue_ids).values_list("issue_id", flat=True)
-        )
-        return _follows_apply(follows=self.follows, issues=issues, fixed=fixed)
-
     def _issues_gone(self, numbers: list[int]) -> Counter[str]:
         """Issues GitHub answers 404/410 for (deleted, or transferred to another repository).
 
@@ -809,31 +403,11 @@ class _Sync:
         return counts
 
     def _note_repository(self, remote: RepositoryData) -> None:
-        """Record GitHub's id of the repository and, after a rename, its new name. The row
-        keeps the name the corpus knows it by, so "owner/name#number" references and study
-        items stay valid; lookups use `renamed_to` from then on."""
-        repository = self.repository
-        data: dict = {}
-        if repository.github_id is None:
-            clash = (
-                Repository.objects.filter(github_id=remote.github_id)
-                .exclude(pk=repository.pk)
-                .first()
-            )
-            if clash is not None:
-                raise ApplicationError(
-                    f"{repository.full_name} is GitHub's {remote.full_name}, which the corpus "
-                    f"holds already as {clash.full_name}; add the source for {clash.full_name}."
-                )
-            data["github_id"] = remote.github_id
-        elif repository.github_id != remote.github_id:
-            raise ApplicationError(
-                f"{self.owner}/{self.name} is now a different GitHub repository "
-                f"({remote.full_name}) than the one stored as {repository.full_name}."
-            )
-        same_name = remote.full_name.lower() == repository.full_name.lower()
-        data["renamed_to"] = "" if same_name else remote.full_name
-        model_update(instance=repository, fields=["github_id", "renamed_to"], data=data)
+        """Record GitHub's id of the repository and its new name after a rename; lookups use
+        GitHub's name from then on."""
+        self.repository = repository_note_upstream(
+            repository=self.repository, github_id=remote.github_id, full_name=remote.full_name
+        )
         self.owner, self.name = remote.owner, remote.name
 
     def _mark_reconciled(self) -> None:
@@ -931,7 +505,7 @@ class _PageWork:
     """What one page (or the reconciliation) read and still has to commit."""
 
     def __init__(self) -> None:
-        self.handled: list[IssueData] = []
+        self.handled: list[IssueRecord] = []
         self.records: list[IssueRecord] = []
         self.gone: list[int] = []
         self.counts: Counter[str] = Counter()
@@ -939,9 +513,9 @@ class _PageWork:
 
 def _issue_record(
     repository: Repository,
-    issue: IssueData,
-    comments: list[CommentData],
-    fixes: list[FixData],
+    issue: IssueRecord,
+    comments: list[CommentRecord],
+    fixes: list[FixRecord],
 ) -> IssueRecord:
     """GitHub's issue as a corpus record, under the name the corpus knows the repository by.
     Lengths are cut to the columns' as the import does."""

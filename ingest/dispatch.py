@@ -1,0 +1,37 @@
+"""Asking for a sync ("Sync now", the API, `sync_github`): the source's run, found or opened,
+and its task sent after commit.
+
+This is the one module outside the tasks that sends them, so it imports `ingest.tasks`; the
+tasks import only the modules that do the work (`ingest.runs`, `ingest.sync`), never this one.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from ingest.models import Source, SyncRun
+from ingest.runs import sync_run_open
+from ingest.tasks import sync_source_enqueue
+
+
+@transaction.atomic
+def sync_request(
+    *,
+    source: Source,
+    requested_by: AbstractBaseUser | None = None,
+    trigger: str = SyncRun.Trigger.MANUAL,
+    enqueue: bool = True,
+) -> SyncRun:
+    """Ask for a sync of the source: the active run when there is one, else a new queued run
+    whose task is sent after commit (`enqueue=False`: the caller executes it itself).
+
+    Two requests at once get the same run; an active run that lost its worker is replaced (see
+    `ingest.runs.sync_run_open`).
+    """
+    opened = sync_run_open(
+        source=source, requested_by=requested_by, trigger=trigger, with_task=enqueue
+    )
+    if opened.send_task:
+        sync_source_enqueue(opened.run)
+    return opened.run

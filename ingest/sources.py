@@ -1,0 +1,182 @@
+"""Sources: what slice of a GitHub repository the corpus keeps (add, find, change one), and which
+stored issues a source's filter selects."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from common.exceptions import ApplicationError
+from common.services import model_update
+from corpus.models import Issue, Repository
+from corpus.selectors import issues_of_repository
+from corpus.services import repository_for_name
+from ingest.models import MAX_INTERVAL_MINUTES, MIN_INTERVAL_MINUTES, Source
+
+_OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
+_NAME = r"[A-Za-z0-9_.-]{1,100}"
+_FULL_NAME = re.compile(rf"^(?P<owner>{_OWNER})/(?P<name>{_NAME})$")
+_GITHUB_WEB_PREFIX = re.compile(r"^(?:https?://)?(?:www\.)?github\.com/", re.IGNORECASE)
+MAX_LABELS = 20
+MAX_LABEL_LENGTH = 50  # GitHub's own limit on label names
+
+
+def repository_name_parse(*, text: str) -> tuple[str, str]:
+    """Parse OWNER/NAME, or a github.com URL of the repository, into (owner, name)."""
+    cleaned = _GITHUB_WEB_PREFIX.sub("", (text or "").strip()).removesuffix(".git").rstrip("/")
+    match = _FULL_NAME.match(cleaned)
+    if match is None or match.group("name") in (".", ".."):
+        raise ApplicationError(
+            "A repository is written OWNER/NAME, for example microsoft/DeepSpeed.",
+            {"repository": text},
+        )
+    return match.group("owner"), match.group("name")
+
+
+def labels_clean(*, labels: Iterable[str]) -> list[str]:
+    """Label names stripped, without repeats (ignoring case), in the order given."""
+    if isinstance(labels, str):
+        raise ApplicationError("Labels are a list of label names.")
+    cleaned: list[str] = []
+    seen: set[str] = set()
+    for label in labels:
+        if not isinstance(label, str):
+            raise ApplicationError("Labels are a list of label names.", {"label": repr(label)})
+        name = label.strip()
+        if not name:
+            continue
+        if len(name) > MAX_LABEL_LENGTH:
+            raise ApplicationError(
+                f"A label name has at most {MAX_LABEL_LENGTH} characters.", {"label": name}
+            )
+        if "," in name:
+            # GitHub's labels filter is a comma-separated list, so such a label cannot be asked for.
+            raise ApplicationError("A label name cannot contain a comma.", {"label": name})
+        if name.lower() not in seen:
+            seen.add(name.lower())
+            cleaned.append(name)
+    if len(cleaned) > MAX_LABELS:
+        raise ApplicationError(f"A source names at most {MAX_LABELS} labels.")
+    return cleaned
+
+
+def _since_check(since: datetime | None) -> None:
+    if since is None:
+        return
+    if timezone.is_naive(since):
+        raise ApplicationError("`since` needs a time zone, for example 2024-01-01T00:00:00Z.")
+    if since > timezone.now():
+        raise ApplicationError("`since` lies in the future.")
+
+
+def _interval_check(interval_minutes: int) -> None:
+    if not MIN_INTERVAL_MINUTES <= interval_minutes <= MAX_INTERVAL_MINUTES:
+        raise ApplicationError(
+            f"The interval is between {MIN_INTERVAL_MINUTES} and {MAX_INTERVAL_MINUTES} minutes.",
+            {"interval_minutes": interval_minutes},
+        )
+
+
+def _same_source(
+    *, repository: Repository, state: str, labels: list[str], include_pull_requests: bool
+) -> Source | None:
+    wanted = sorted(label.lower() for label in labels)
+    for source in Source.objects.filter(
+        repository=repository, state=state, include_pull_requests=include_pull_requests
+    ):
+        if sorted(label.lower() for label in source.labels) == wanted:
+            return source
+    return None
+
+
+@transaction.atomic
+def source_create(
+    *,
+    repository: str,
+    state: str = Source.State.CLOSED,
+    labels: Iterable[str] = (),
+    since: datetime | None = None,
+    include_pull_requests: bool = False,
+    interval_minutes: int = 60,
+    enabled: bool = True,
+    created_by: AbstractBaseUser | None = None,
+) -> Source:
+    """Add a source. The same repository, state, labels and pull-request choice twice is an
+    error (the second would only repeat the first's requests)."""
+    owner, name = repository_name_parse(text=repository)
+    if state not in Source.State.values:
+        raise ApplicationError(f"The state is one of {', '.join(Source.State.values)}.")
+    label_names = labels_clean(labels=labels)
+    _since_check(since)
+    _interval_check(interval_minutes)
+    repository_row = repository_for_name(owner=owner, name=name)
+    if _same_source(
+        repository=repository_row,
+        state=state,
+        labels=label_names,
+        include_pull_requests=include_pull_requests,
+    ):
+        raise ApplicationError(
+            f"{repository_row.full_name} has a source with this state and these labels already."
+        )
+    return Source.objects.create(
+        repository=repository_row,
+        state=state,
+        labels=label_names,
+        since=since,
+        include_pull_requests=include_pull_requests,
+        interval_minutes=interval_minutes,
+        enabled=enabled,
+        created_by=created_by if created_by and created_by.is_authenticated else None,
+    )
+
+
+@transaction.atomic
+def source_get_or_create(
+    *,
+    repository: str,
+    state: str = Source.State.CLOSED,
+    labels: Iterable[str] = (),
+    since: datetime | None = None,
+) -> tuple[Source, bool]:
+    """The source with this repository, state and labels (pull requests left out), created when
+    missing. A `since` given for an existing source replaces its own."""
+    owner, name = repository_name_parse(text=repository)
+    label_names = labels_clean(labels=labels)
+    _since_check(since)
+    repository_row = repository_for_name(owner=owner, name=name)
+    source = _same_source(
+        repository=repository_row, state=state, labels=label_names, include_pull_requests=False
+    )
+    if source is None:
+        source = source_create(
+            repository=repository_row.full_name, state=state, labels=label_names, since=since
+        )
+        return source, True
+    if since is not None:
+        source, _ = model_update(instance=source, fields=["since"], data={"since": since})
+    return source, False
+
+
+def source_update(*, source: Source, data: dict) -> Source:
+    """Change how a source is scheduled (enabled, interval)."""
+    if "interval_minutes" in data:
+        _interval_check(data["interval_minutes"])
+    source, _ = model_update(instance=source, fields=["enabled", "interval_minutes"], data=data)
+    return source
+
+
+def source_issues(*, source: Source) -> list[Issue]:
+    """The stored issues of the source's repository that its filter selects, by number."""
+    return issues_of_repository(
+        repository_id=source.repository_id,
+        state=None if source.state == Source.State.ALL else source.state,
+        labels=source.labels,
+        since=source.since,
+        include_pull_requests=source.include_pull_requests,
+    )
