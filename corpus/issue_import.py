@@ -11,18 +11,7 @@ from typing import IO, Any
 import orjson
 
 from common.text import JsonValueError, json_clean
-
-# ingest/services.py imports the records from here; they live in corpus.records now.
-from corpus.records import CommentRecord, FixRecord, IssueRecord, RecordError
-
-__all__ = [
-    "MAX_LINE_BYTES",
-    "CommentRecord",
-    "FixRecord",
-    "IssueRecord",
-    "RecordError",
-    "issue_file_lines",
-]
+from corpus.records import RecordError
 
 # One issue with a 1 MB body and hundreds of comments fits well below this.
 MAX_LINE_BYTES = 16 * 1024 * 1024

@@ -52,7 +52,6 @@ from urllib3.util.retry import Retry
 
 from common.text import JsonValueError, json_clean
 from corpus.records import (
-    GHOST_LOGIN,
     CommentRecord,
     FixRecord,
     IssueRecord,
@@ -62,20 +61,6 @@ from corpus.records import (
     issue_record_parse,
     repository_in_api_url,
 )
-
-__all__ = [
-    "GHOST_LOGIN",
-    "CommentData",
-    "FixData",
-    "GitHubClient",
-    "GitHubError",
-    "IssueData",
-    "NotFound",
-    "RateLimitStatus",
-    "RateLimited",
-    "RepositoryData",
-    "TransientGitHubError",
-]
 
 MAX_PER_PAGE = 100
 TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
@@ -97,12 +82,6 @@ class RepositoryData:
     @property
     def full_name(self) -> str:
         return f"{self.owner}/{self.name}"
-
-
-# The names ingest's services still import; the records are the corpus's.
-IssueData = IssueRecord
-CommentData = CommentRecord
-FixData = FixRecord
 
 
 @dataclass(frozen=True)

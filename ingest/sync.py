@@ -27,7 +27,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -517,48 +517,13 @@ def _issue_record(
     comments: list[CommentRecord],
     fixes: list[FixRecord],
 ) -> IssueRecord:
-    """GitHub's issue as a corpus record, under the name the corpus knows the repository by.
-    Lengths are cut to the columns' as the import does."""
-    unique_comments = {comment.github_id: comment for comment in comments}
-    return IssueRecord(
+    """The client's record of the issue with its thread, under the name the corpus knows the
+    repository by (the client's is GitHub's current one). The client read them with the corpus
+    parser, so they fit the columns already, with one comment per id."""
+    return replace(
+        issue,
         owner=repository.owner,
         name=repository.name,
-        number=issue.number,
-        github_id=issue.github_id,
-        is_pull_request=issue.is_pull_request,
-        title=issue.title[:10_000],
-        body=issue.body,
-        state=issue.state,
-        state_reason=(issue.state_reason or "")[:30],
-        author=issue.author[:100],
-        labels=list(issue.labels),
-        created_at=issue.created_at,
-        updated_at=issue.updated_at,
-        closed_at=issue.closed_at,
-        comments_count=issue.comments_count,
-        # The body has a column of its own; raw keeps the rest of GitHub's object.
-        raw={key: value for key, value in issue.raw.items() if key != "body"},
-        comments=[
-            CommentRecord(
-                github_id=comment.github_id,
-                author=comment.author[:100],
-                body=comment.body,
-                created_at=comment.created_at,
-                updated_at=comment.updated_at,
-            )
-            for comment in unique_comments.values()
-        ],
-        linked_fixes=[
-            FixRecord(
-                kind=fix.kind,
-                ref=fix.ref[:100],
-                url=(fix.url or "")[:500],
-                merged_at=fix.merged_at,
-                files_changed=fix.files_changed,
-                additions=fix.additions,
-                deletions=fix.deletions,
-                evidence=fix.evidence[:200],
-            )
-            for fix in fixes
-        ],
+        comments=comments,
+        linked_fixes=fixes,
     )
