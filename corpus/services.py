@@ -54,49 +54,63 @@ class IssueImportReport:
         )
 
     def add_stored(self, other: "IssueImportReport") -> None:
-        """Add what `other` stored (not what it read) to this report."""
+        """Add what `other` stored (not what it read) and the lines it refused to this report."""
         for name in ("created", "updated", "unchanged", "pull_requests", "comments"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.linked_fixes += other.linked_fixes
         self.changed_issue_ids.extend(other.changed_issue_ids)
         self.written_issue_ids.extend(other.written_issue_ids)
+        self.errors.extend(other.errors)
 
 
 def issues_import(*, objects: Iterable[tuple[int, Any]], render: bool = True) -> IssueImportReport:
-    """Upsert issues (with comments and linked fixes) by repository and number.
+    """Upsert the issues of an import file (with comments and linked fixes) by repository and
+    number, through `issues_store` a batch at a time.
 
     `objects` are (line number, decoded object or RecordError) pairs, as `issue_file_lines` yields
     them. Bad lines are reported with their number and skipped; good lines are stored in batches,
-    each in its own transaction, so that what was stored before stays stored. Should the
-    database still refuse a batch (the parser mirrors the columns' limits, so it should not), its
-    issues are stored one by one and only the refused ones are reported. An issue whose
+    each in its own transaction, so that what was stored before stays stored. An issue whose
     `updated_at` is not newer than the stored one is left alone, which makes a second run a no-op.
-    Issues that changed after someone labeled them are flagged on their study items.
 
     The same issue on two lines is merged, the newer copy winning (`_merge`). A comment id found
     under two different issues stays with the later line's issue, as a later import would move
     it: comment ids are unique across GitHub, and PostgreSQL refuses one upsert that writes a
-    row twice.
+    row twice. With `render`, texts are rendered once at the end (one pass is faster than one
+    per batch); without, they wait for `issue_texts_render`.
     """
     report = IssueImportReport()
-    repositories: dict[tuple[str, str], int] = {}
     for batch in _batches(objects, report):
-        _store_lines(batch, repositories, report)
+        report.add_stored(issues_store(records=batch, render=False))
     report.errors.sort()
     if render:
         issue_texts_render(issue_ids=None)
     return report
 
 
-def issues_store(*, records: list[IssueRecord], replace_threads: bool = False) -> IssueImportReport:
-    """Upsert one batch of issue records in one transaction (the sync stores a page this way).
+def issues_store(
+    *,
+    records: Sequence[IssueRecord] | Sequence[tuple[int, IssueRecord]],
+    replace_threads: bool = False,
+    render: bool = True,
+) -> IssueImportReport:
+    """The one way issues enter the corpus: upsert a batch of records (distinct issues) with
+    their comments and linked fixes, in one transaction, then render their Markdown and facets
+    once that transaction commits (inside a caller's transaction, when the caller's commits).
 
-    With `replace_threads`, each written issue's comments and linked fixes become exactly those of
-    its record (comments deleted upstream go); an import file, whose threads may be excerpts, only
-    adds. Markdown is rendered afterwards with `issue_texts_render`.
+    Records may come as (place, record) pairs, a place being what an error names (a file's
+    line number); plain records are named by their issue number. Should the database refuse the
+    batch (the parser mirrors the columns' limits, so it should not), its issues are stored one
+    by one and only the refused ones are reported in `errors`. With `replace_threads`, each
+    written issue's comments and linked fixes become exactly those of its record (comments
+    deleted upstream go); an import file, whose threads may be excerpts, only adds. Stored
+    issues that changed are announced with `corpus.signals.issues_changed_upstream`.
     """
-    report = IssueImportReport(read=len(records))
-    _store_batch(records, {}, report, replace_threads=replace_threads)
+    placed = [entry if isinstance(entry, tuple) else (entry.number, entry) for entry in records]
+    report = IssueImportReport(read=len(placed))
+    _store_lines(placed, {}, report, replace_threads=replace_threads)
+    if render and report.written_issue_ids:
+        written = list(report.written_issue_ids)
+        transaction.on_commit(lambda: issue_texts_render(issue_ids=written))
     return report
 
 
@@ -142,11 +156,15 @@ def _store_lines(
     batch: list[tuple[int, IssueRecord]],
     repositories: dict[tuple[str, str], int],
     report: IssueImportReport,
+    *,
+    replace_threads: bool,
 ) -> None:
     """Store a batch in one transaction or, if the database refuses it, each issue in its own,
     reporting the refused ones with their line."""
     try:
-        _store_committed([record for _, record in batch], repositories, report)
+        _store_committed(
+            [record for _, record in batch], repositories, report, replace_threads=replace_threads
+        )
         return
     except (DatabaseError, ValueError, TypeError, OverflowError) as error:
         # ValueError and friends: values the database adapters refuse before sending them.
@@ -155,7 +173,7 @@ def _store_lines(
         )
     for line_number, record in batch:
         try:
-            _store_committed([record], repositories, report)
+            _store_committed([record], repositories, report, replace_threads=replace_threads)
         except (DatabaseError, ValueError, TypeError, OverflowError) as error:
             message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             report.errors.append((line_number, f"the database refused this issue: {message}"))
@@ -165,12 +183,14 @@ def _store_committed(
     records: list[IssueRecord],
     repositories: dict[tuple[str, str], int],
     report: IssueImportReport,
+    *,
+    replace_threads: bool,
 ) -> None:
     """`_store_batch`, counting and caching repository ids only once its transaction is over: a
     rolled-back batch must not leave the ids of repositories it created (and undid) behind."""
     stored = IssueImportReport()
     known = dict(repositories)
-    _store_batch(records, known, stored)
+    _store_batch(records, known, stored, replace_threads=replace_threads)
     repositories.update(known)
     report.add_stored(stored)
 

@@ -354,6 +354,11 @@ class _Sync:
                     comments=report.comments,
                     fixes=report.linked_fixes,
                 )
+                for number, reason in report.errors:
+                    read.counts["refused"] += 1
+                    logger.warning(
+                        "%s#%s not stored: %s", self.repository.full_name, number, reason
+                    )
                 read.counts["followed"] += follows_apply(
                     follows=self.follows, issue_ids=written_ids
                 )
@@ -371,8 +376,6 @@ class _Sync:
             self.counts.update(read.counts)
             self._save_run(SyncRun.Status.RUNNING)
         self.handled.update((issue.number, issue.updated_at) for issue in read.handled)
-        if written_ids:
-            issue_texts_render(issue_ids=written_ids)
 
     def _locked_source(self) -> Source:
         """Lock the source and check the lease, so that a run replaced by a newer one never
