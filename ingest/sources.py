@@ -3,7 +3,6 @@ stored issues a source's filter selects."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -13,29 +12,25 @@ from django.utils import timezone
 
 from common.exceptions import ApplicationError
 from common.services import model_update
+from common.text import repository_full_name_parse
 from corpus.models import Issue, Repository
 from corpus.selectors import issues_of_repository
 from corpus.services import repository_for_name
 from ingest.models import MAX_INTERVAL_MINUTES, MIN_INTERVAL_MINUTES, Source
 
-_OWNER = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})"
-_NAME = r"[A-Za-z0-9_.-]{1,100}"
-_FULL_NAME = re.compile(rf"^(?P<owner>{_OWNER})/(?P<name>{_NAME})$")
-_GITHUB_WEB_PREFIX = re.compile(r"^(?:https?://)?(?:www\.)?github\.com/", re.IGNORECASE)
 MAX_LABELS = 20
 MAX_LABEL_LENGTH = 50  # GitHub's own limit on label names
 
 
 def repository_name_parse(*, text: str) -> tuple[str, str]:
     """Parse OWNER/NAME, or a github.com URL of the repository, into (owner, name)."""
-    cleaned = _GITHUB_WEB_PREFIX.sub("", (text or "").strip()).removesuffix(".git").rstrip("/")
-    match = _FULL_NAME.match(cleaned)
-    if match is None or match.group("name") in (".", ".."):
+    try:
+        return repository_full_name_parse(text or "")
+    except ValueError:
         raise ApplicationError(
             "A repository is written OWNER/NAME, for example microsoft/DeepSpeed.",
             {"repository": text},
-        )
-    return match.group("owner"), match.group("name")
+        ) from None
 
 
 def labels_clean(*, labels: Iterable[str]) -> list[str]:

@@ -8,9 +8,6 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 
 from corpus.models import Issue, IssueComment, LinkedFix
 from labeling.access import study_list_visible_to
-
-# ingest.services still imports study_roles from here; the rule lives in labeling.access.
-from labeling.access import study_roles as study_roles
 from labeling.models import Annotation, Assignment, Study, StudyItem
 from taxonomy.models import Dimension
 from taxonomy.selectors import dimensions_of_version

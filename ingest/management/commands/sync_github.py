@@ -4,6 +4,7 @@ from datetime import UTC, datetime
 from django.core.management.base import BaseCommand, CommandError
 
 from common.exceptions import ApplicationError
+from common.text import iso_time_parse
 from ingest.dispatch import sync_request
 from ingest.models import SyncRun
 from ingest.runs import worker_name
@@ -14,10 +15,9 @@ from ingest.sync import SKIPPED, SyncOutcome, sync_run_to_completion
 def iso_time(text: str) -> datetime:
     """An ISO 8601 date or time; without a zone it is taken as UTC, as GitHub does."""
     try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        return iso_time_parse(text, naive_zone=UTC)
     except ValueError as error:
         raise ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from error
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class Command(BaseCommand):
