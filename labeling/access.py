@@ -161,6 +161,49 @@ def assignment_get_for_annotator(*, study: Study, item_id: int, user: User) -> A
     )
 
 
+# Resolution
+
+
+def item_can_resolve(*, roles: set[str]) -> bool:
+    """Adjudicators record gold labels, managers too (they may do anything in their study)."""
+    return bool(roles & OVERSEEING_ROLES)
+
+
+def item_list_for_resolution(*, study: Study, roles: set[str]) -> QuerySet[StudyItem]:
+    """The items whose labels the user may see side by side: for a manager every item of the
+    study, for an adjudicator those in resolution or resolved (an item still being labeled stays
+    blind); none for anyone else."""
+    items = StudyItem.objects.filter(study=study)
+    if MANAGER in roles:
+        return items
+    if ADJUDICATOR in roles:
+        return items.exclude(status=StudyItem.Status.OPEN)
+    return items.none()
+
+
+def item_get_for_resolution(*, study: Study, roles: set[str], item_id: int) -> StudyItem | None:
+    """One item of `item_list_for_resolution`, with its issue; None otherwise."""
+    return (
+        item_list_for_resolution(study=study, roles=roles)
+        .select_related("issue__repository", "round", "study__codebook_version")
+        .filter(pk=item_id)
+        .first()
+    )
+
+
+def item_can_discuss(*, item: StudyItem, user: User) -> bool:
+    """Who reads and writes an item's discussion and sees its gold labels: the study's
+    adjudicators and managers, and the annotators of the item once they submitted their own
+    labels (never before, so that nobody learns the answer before giving theirs)."""
+    if not user.is_authenticated:
+        return False
+    if item_can_resolve(roles=study_roles(study=item.study, user=user)):
+        return True
+    return Assignment.objects.filter(
+        item=item, annotator=user, status=Assignment.Status.SUBMITTED
+    ).exists()
+
+
 # Codebooks
 
 

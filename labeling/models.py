@@ -21,8 +21,17 @@ class Study(TimestampedModel):
     codebook_version = models.ForeignKey(
         CodebookVersion, on_delete=models.PROTECT, related_name="studies"
     )
+
+    class ResolutionRule(models.TextChoices):
+        ADJUDICATION = "adjudication", "Every disagreement goes to an adjudicator"
+        MAJORITY = "majority", "A strict majority decides (k of 3 or more)"
+
     k = models.PositiveSmallIntegerField(default=2, help_text="annotators per item")
     blind = models.BooleanField(default=True)
+    # What happens to a disagreement once all annotators of an item have submitted.
+    resolution_rule = models.CharField(
+        max_length=12, choices=ResolutionRule.choices, default=ResolutionRule.ADJUDICATION
+    )
     sampling = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
 
@@ -31,6 +40,11 @@ class Study(TimestampedModel):
         verbose_name_plural = "studies"
         constraints = [
             models.CheckConstraint(condition=models.Q(k__gte=1), name="study_k_positive"),
+            # A majority of two is unanimity: the majority rule needs three annotators or more.
+            models.CheckConstraint(
+                condition=~models.Q(resolution_rule="majority") | models.Q(k__gte=3),
+                name="study_majority_needs_three",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -120,6 +134,8 @@ class Assignment(models.Model):
     skip_reason = models.TextField(blank=True)
     # Why this item went to this annotator (pre-assigned, least-annotated, ...).
     selection_reason = models.CharField(max_length=200, blank=True)
+    # Added to an item in resolution to break a tie: with this label, a strict majority decides.
+    is_tiebreaker = models.BooleanField(default=False)
     assigned_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
@@ -188,12 +204,15 @@ class AnnotationRevision(models.Model):
 
 
 class Resolution(models.Model):
-    """The gold label of an item on a dimension."""
+    """The gold label of an item on a dimension, and how it was decided: the annotators agreed
+    (consensus, recorded automatically), a majority of them agreed (majority), or a person
+    decided (an adjudicator's decision, or consensus reached in discussion)."""
 
     class Method(models.TextChoices):
         CONSENSUS = "consensus", "Consensus"
-        ADJUDICATED = "adjudicated", "Adjudicator decision"
         MAJORITY = "majority", "Majority"
+        ADJUDICATED = "adjudicated", "Adjudicator decision"
+        DISCUSSION = "discussion", "Consensus after discussion"
 
     item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="resolutions")
     dimension = models.ForeignKey(Dimension, on_delete=models.PROTECT, related_name="resolutions")
@@ -203,10 +222,14 @@ class Resolution(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     note = models.TextField(blank=True)
+    # Bumped on every change, so that a second adjudicator's decision cannot silently replace
+    # the first one's.
     version = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        ordering = ["item", "dimension__position"]
         constraints = [
             models.UniqueConstraint(fields=["item", "dimension"], name="unique_resolution"),
         ]
@@ -216,10 +239,15 @@ class Resolution(models.Model):
 
 
 class ResolutionRevision(models.Model):
+    """Every change to a resolution: who, when, the gold labels before and after, and why."""
+
     resolution = models.ForeignKey(Resolution, on_delete=models.CASCADE, related_name="revisions")
     category_keys = models.JSONField(default=list)
     method = models.CharField(max_length=12)
     note = models.TextField(blank=True)
+    # What the resolution held before this change; null for the first decision.
+    previous_category_keys = models.JSONField(null=True, blank=True)
+    previous_method = models.CharField(max_length=12, blank=True)
     changed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

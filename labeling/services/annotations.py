@@ -12,6 +12,7 @@ from common.exceptions import ApplicationError, ConflictError, PermissionDeniedE
 from corpus.models import Issue
 from labeling.annotation_import import AnnotationRow
 from labeling.models import Annotation, AnnotationRevision, Assignment, Membership, Study, StudyItem
+from labeling.services.resolutions import item_resolution_update
 from labeling.services.studies import study_items_add, study_member_add
 from taxonomy.models import Category, Dimension
 from taxonomy.selectors import dimensions_of_version
@@ -31,7 +32,12 @@ class DimensionAnswer:
 def _check_can_edit(*, assignment: Assignment, user: AbstractBaseUser) -> None:
     if assignment.annotator_id != user.pk:
         raise PermissionDeniedError("This item is assigned to someone else.")
-    if assignment.item.status != StudyItem.Status.OPEN:
+    # Labels change while the item is being labeled; once it is in resolution only an assignment
+    # not yet submitted (a tie-breaker's) may still be written.
+    if (
+        assignment.item.status != StudyItem.Status.OPEN
+        and assignment.status == Assignment.Status.SUBMITTED
+    ):
         raise ApplicationError("This item is under resolution; its labels can no longer change.")
 
 
@@ -128,6 +134,8 @@ def assignment_save(
     fields.append("skip_reason")
     assignment.version += 1
     assignment.save(update_fields=fields)
+    if submit:
+        item_resolution_update(item=assignment.item)
     return assignment
 
 
@@ -421,6 +429,8 @@ def annotations_import(
             reason="imported",
         )
         report.annotations_written += 1
+    for item_id in sorted({item_id for item_id, _ in assignments}):
+        item_resolution_update(item=StudyItem(pk=item_id))
     return report
 
 

@@ -25,6 +25,7 @@ def study_create(
     codebook_version: CodebookVersion,
     k: int = 2,
     blind: bool = True,
+    resolution_rule: str = Study.ResolutionRule.ADJUDICATION,
     annotators: Sequence[AbstractBaseUser] = (),
     managers: Sequence[AbstractBaseUser] = (),
     adjudicators: Sequence[AbstractBaseUser] = (),
@@ -42,6 +43,12 @@ def study_create(
         raise ApplicationError(f"A study with the slug {slug!r} exists already.")
     if k < 1:
         raise ApplicationError("k must be at least 1.")
+    if resolution_rule not in Study.ResolutionRule.values:
+        raise ApplicationError(
+            f"The resolution rule is one of {', '.join(Study.ResolutionRule.values)}."
+        )
+    if resolution_rule == Study.ResolutionRule.MAJORITY and k < 3:
+        raise ApplicationError("A majority decides only with k = 3 annotators or more.")
     if annotators and len(annotators) < k:
         raise ApplicationError(f"k = {k} needs at least {k} annotators; {len(annotators)} given.")
     study = Study.objects.create(
@@ -50,6 +57,7 @@ def study_create(
         codebook_version=codebook_version,
         k=k,
         blind=blind,
+        resolution_rule=resolution_rule,
         sampling=sampling or {},
     )
     Round.objects.create(study=study, name=round_name, position=0, kind=round_kind)
@@ -186,7 +194,8 @@ def item_next_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignme
             item__study=study,
             annotator=user,
             status__in=[Assignment.Status.DRAFT, Assignment.Status.TODO],
-            item__status=StudyItem.Status.OPEN,
+            # An item in resolution still waits for a tie-breaker's labels.
+            item__status__in=[StudyItem.Status.OPEN, StudyItem.Status.IN_RESOLUTION],
         )
         .order_by("status", "item_id")  # "draft" sorts before "todo"
         .first()

@@ -21,6 +21,12 @@ class Command(CommandWithVersionOption):
         parser.add_argument("--version", dest="label", default=None)
         parser.add_argument("--k", type=int, default=2)
         parser.add_argument("--not-blind", action="store_true")
+        parser.add_argument(
+            "--resolution",
+            choices=["adjudication", "majority"],
+            default="adjudication",
+            help="what decides a disagreement: an adjudicator, or a strict majority (k >= 3)",
+        )
         parser.add_argument("--annotators", default="", help="usernames, comma-separated")
         parser.add_argument("--managers", default="", help="usernames, comma-separated")
         parser.add_argument("--adjudicators", default="", help="usernames, comma-separated")
@@ -37,6 +43,7 @@ class Command(CommandWithVersionOption):
                 codebook_version=version,
                 k=options["k"],
                 blind=not options["not_blind"],
+                resolution_rule=options["resolution"],
                 annotators=_users(options["annotators"]),
                 managers=_users(options["managers"]),
                 adjudicators=_users(options["adjudicators"]),

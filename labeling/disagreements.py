@@ -1,0 +1,370 @@
+"""Reads of resolution: the disagreement queue with its counts, an item side by side for its
+adjudicator, and what an annotator sees of an item's outcome after submitting.
+
+The rule that turns labels into outcomes is `labeling.resolution_rules`; the access rules are
+`labeling.access`. Every function reads a fixed number of queries whatever the study size.
+"""
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, Prefetch, Q
+
+from labeling.models import (
+    Annotation,
+    Assignment,
+    DiscussionComment,
+    Resolution,
+    Study,
+    StudyItem,
+)
+from labeling.resolution_rules import (
+    DimensionState,
+    annotator_answers,
+    conflict_label,
+    item_outcomes,
+)
+from taxonomy.models import Category, Dimension
+from taxonomy.selectors import dimensions_of_version
+
+
+def item_labels(*, item_ids: list[int]) -> dict[int, dict[str, dict[str, frozenset[str]]]]:
+    """item id -> annotator username -> dimension key -> category keys, of every submitted
+    assignment of these items, in one query."""
+    labels: dict[int, dict[str, dict[str, set[str]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(set))
+    )
+    rows = (
+        Annotation.objects.filter(
+            assignment__item_id__in=item_ids,
+            assignment__status=Assignment.Status.SUBMITTED,
+        )
+        .values_list(
+            "assignment__item_id",
+            "assignment__annotator__username",
+            "dimension__key",
+            "categories__key",
+        )
+        .order_by()
+    )
+    for item_id, username, dimension_key, category_key in rows:
+        keys = labels[item_id][username][dimension_key]
+        if category_key is not None:
+            keys.add(category_key)
+    # Annotators who submitted without any annotation row still count as having answered.
+    for item_id, username in Assignment.objects.filter(
+        item_id__in=item_ids, status=Assignment.Status.SUBMITTED
+    ).values_list("item_id", "annotator__username"):
+        labels[item_id][username]
+    return {
+        item_id: {
+            username: {key: frozenset(keys) for key, keys in by_dimension.items()}
+            for username, by_dimension in by_annotator.items()
+        }
+        for item_id, by_annotator in labels.items()
+    }
+
+
+def item_gold(*, item_ids: list[int]) -> dict[int, dict[str, frozenset[str]]]:
+    """item id -> dimension key -> gold category keys, of the resolutions of these items."""
+    gold: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for item_id, dimension_key, category_key in (
+        Resolution.objects.filter(item_id__in=item_ids)
+        .values_list("item_id", "dimension__key", "categories__key")
+        .order_by()
+    ):
+        keys = gold[item_id][dimension_key]
+        if category_key is not None:
+            keys.add(category_key)
+    return {
+        item_id: {key: frozenset(keys) for key, keys in by_dimension.items()}
+        for item_id, by_dimension in gold.items()
+    }
+
+
+def items_majority_decides(*, study: Study, item_ids: list[int]) -> set[int]:
+    """The items among these where a strict majority decides: all of them under the study's
+    majority rule, else those a tie-breaker labeled."""
+    if study.resolution_rule == Study.ResolutionRule.MAJORITY:
+        return set(item_ids)
+    return set(
+        Assignment.objects.filter(
+            item_id__in=item_ids, is_tiebreaker=True, status=Assignment.Status.SUBMITTED
+        ).values_list("item_id", flat=True)
+    )
+
+
+# The disagreement queue
+
+
+@dataclass(frozen=True)
+class DisagreementFilter:
+    dimension: str | None = None  # a dimension key
+    conflict: str | None = None  # a `conflict_label`, e.g. "api_misuse vs configuration_error"
+    round_name: str | None = None
+    repository: str | None = None  # "owner/name"
+
+    def matches(self, row: "Disagreement", *, ignoring: str | None = None) -> bool:
+        wanted = {
+            "dimension": (self.dimension, row.dimension.key),
+            "conflict": (self.conflict, row.conflict),
+            "round": (self.round_name, row.round_name),
+            "repository": (self.repository, row.repository),
+        }
+        return all(
+            value is None or value == actual
+            for name, (value, actual) in wanted.items()
+            if name != ignoring
+        )
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One open dimension of an item in resolution: who said what."""
+
+    item: StudyItem
+    dimension: Dimension
+    answers: dict[str, frozenset[str] | None]  # annotator -> keys, None: did not apply to them
+    conflict: str
+    round_name: str
+    repository: str
+
+
+def disagreement_list(
+    *, study: Study, filters: DisagreementFilter | None = None
+) -> list[Disagreement]:
+    """The open disagreements of a study (items in resolution, dimensions without a gold label
+    that apply), oldest item first, matching the filters."""
+    filters = filters or DisagreementFilter()
+    return [row for row in _disagreements(study) if filters.matches(row)]
+
+
+def disagreement_counts(
+    *, study: Study, filters: DisagreementFilter | None = None
+) -> dict[str, dict[str, int]]:
+    """How many open disagreements each filter value leaves, the other filters applied (the
+    numbers beside each choice of the queue's filters)."""
+    filters = filters or DisagreementFilter()
+    rows = _disagreements(study)
+    facets = {
+        "dimension": lambda row: row.dimension.key,
+        "conflict": lambda row: row.conflict,
+        "round": lambda row: row.round_name,
+        "repository": lambda row: row.repository,
+    }
+    return {
+        name: dict(
+            sorted(
+                Counter(value(row) for row in rows if filters.matches(row, ignoring=name)).items()
+            )
+        )
+        for name, value in facets.items()
+    }
+
+
+def _disagreements(study: Study) -> list[Disagreement]:
+    items = list(
+        StudyItem.objects.filter(study=study, status=StudyItem.Status.IN_RESOLUTION)
+        .select_related("issue__repository", "round")
+        .order_by("id")
+    )
+    item_ids = [item.id for item in items]
+    labels = item_labels(item_ids=item_ids)
+    gold = item_gold(item_ids=item_ids)
+    majority = items_majority_decides(study=study, item_ids=item_ids)
+    dimensions = dimensions_of_version(version=study.codebook_version)
+    rows = []
+    for item in items:
+        item_answers = labels.get(item.id, {})
+        for outcome in item_outcomes(
+            dimensions=dimensions,
+            labels=item_answers,
+            gold=gold.get(item.id, {}),
+            majority_decides=item.id in majority,
+        ):
+            if outcome.state != DimensionState.OPEN:
+                continue
+            answers = annotator_answers(outcome.dimension, item_answers, dimensions)
+            rows.append(
+                Disagreement(
+                    item=item,
+                    dimension=outcome.dimension,
+                    answers=dict(sorted(answers.items())),
+                    conflict=conflict_label(list(answers.values())),
+                    round_name=item.round.name,
+                    repository=item.issue.repository.full_name,
+                )
+            )
+    return rows
+
+
+# One item, side by side
+
+
+@dataclass
+class AnnotatorColumn:
+    """What one annotator said on one dimension, with how long the whole item took them."""
+
+    annotator: str
+    applies: bool
+    categories: list[Category]
+    unsure: bool = False
+    rationale: str = ""
+    evidence: str = ""
+    proposal: str = ""
+    seconds_spent: int = 0
+    is_tiebreaker: bool = False
+
+
+@dataclass
+class DimensionRow:
+    dimension: Dimension
+    state: DimensionState
+    columns: list[AnnotatorColumn]
+    # The categories any annotator chose, with their definitions, in codebook order.
+    involved: list[Category]
+    # Every category of the dimension, for a decision that none of the annotators proposed.
+    choices: list[Category]
+    resolution: Resolution | None = None
+    revisions: list = field(default_factory=list)
+
+
+@dataclass
+class ItemResolutionView:
+    item: StudyItem
+    rows: list[DimensionRow]
+    discussion: list[DiscussionComment]
+    # Annotators of the study who have not seen the item (tie-breaker candidates).
+    candidates: list[AbstractBaseUser]
+    unfinished: list[Assignment]  # assignments not submitted yet (a tie-breaker at work)
+
+
+def item_resolution_view(*, item: StudyItem) -> ItemResolutionView:
+    """Everything an adjudicator weighs: every annotator's labels side by side per dimension
+    (rationale, unsure, evidence, time spent), the definitions of the categories involved, the
+    gold labels so far with their history, and the discussion."""
+    study = item.study
+    dimensions = dimensions_of_version(version=study.codebook_version)
+    assignments = list(
+        Assignment.objects.filter(item=item)
+        .select_related("annotator")
+        .prefetch_related(
+            Prefetch(
+                "annotations",
+                queryset=Annotation.objects.select_related("dimension").prefetch_related(
+                    "categories"
+                ),
+            )
+        )
+        .order_by("assigned_at", "id")
+    )
+    submitted = [a for a in assignments if a.status == Assignment.Status.SUBMITTED]
+    labels = item_labels(item_ids=[item.id]).get(item.id, {})
+    resolutions = {
+        r.dimension_id: r
+        for r in Resolution.objects.filter(item=item)
+        .select_related("decided_by")
+        .prefetch_related("categories", "revisions__changed_by")
+    }
+    gold = item_gold(item_ids=[item.id]).get(item.id, {})
+    outcomes = item_outcomes(
+        dimensions=dimensions,
+        labels=labels,
+        gold=gold,
+        majority_decides=bool(items_majority_decides(study=study, item_ids=[item.id])),
+    )
+    categories_by_dimension: dict[int, list[Category]] = defaultdict(list)
+    for category in Category.objects.filter(
+        dimension__version_id=study.codebook_version_id
+    ).order_by("dimension__position", "position"):
+        categories_by_dimension[category.dimension_id].append(category)
+    rows = []
+    for outcome in outcomes:
+        dimension = outcome.dimension
+        answers = annotator_answers(dimension, labels, dimensions)
+        columns = []
+        for assignment in submitted:
+            annotation = next(
+                (a for a in assignment.annotations.all() if a.dimension_id == dimension.id), None
+            )
+            name = assignment.annotator.get_username()
+            columns.append(
+                AnnotatorColumn(
+                    annotator=name,
+                    applies=answers.get(name) is not None,
+                    categories=sorted(
+                        annotation.categories.all() if annotation else [],
+                        key=lambda c: c.position,
+                    ),
+                    unsure=bool(annotation and annotation.unsure),
+                    rationale=annotation.rationale if annotation else "",
+                    evidence=annotation.evidence if annotation else "",
+                    proposal=annotation.proposal if annotation else "",
+                    seconds_spent=assignment.seconds_spent,
+                    is_tiebreaker=assignment.is_tiebreaker,
+                )
+            )
+        chosen = {c.id for column in columns for c in column.categories}
+        resolution = resolutions.get(dimension.id)
+        if resolution is not None:
+            chosen |= {c.id for c in resolution.categories.all()}
+        rows.append(
+            DimensionRow(
+                dimension=dimension,
+                state=outcome.state,
+                columns=columns,
+                involved=[c for c in categories_by_dimension[dimension.id] if c.id in chosen],
+                choices=categories_by_dimension[dimension.id],
+                resolution=resolution,
+                revisions=list(resolution.revisions.all()) if resolution else [],
+            )
+        )
+    return ItemResolutionView(
+        item=item,
+        rows=rows,
+        discussion=discussion_of(item=item),
+        candidates=tiebreaker_candidates(item=item),
+        unfinished=[a for a in assignments if a.status != Assignment.Status.SUBMITTED],
+    )
+
+
+def discussion_of(*, item: StudyItem) -> list[DiscussionComment]:
+    return list(
+        DiscussionComment.objects.filter(item=item)
+        .select_related("author")
+        .order_by("created_at", "id")
+    )
+
+
+def item_gold_list(*, item: StudyItem) -> list[Resolution]:
+    """The gold labels of an item so far, in codebook order, with who decided and how."""
+    return list(
+        Resolution.objects.filter(item=item)
+        .select_related("dimension", "decided_by")
+        .prefetch_related("categories")
+        .order_by("dimension__position")
+    )
+
+
+def tiebreaker_candidates(*, item: StudyItem) -> list[AbstractBaseUser]:
+    """Annotators of the item's study without an assignment on it (so never someone who labeled
+    it), active ones, fewest unfinished assignments first."""
+    return list(
+        get_user_model()
+        .objects.filter(
+            memberships__study_id=item.study_id,
+            memberships__role="annotator",
+            is_active=True,
+        )
+        .exclude(assignments__item=item)
+        .annotate(
+            unfinished=Count(
+                "assignments",
+                filter=Q(assignments__status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT]),
+                distinct=True,
+            )
+        )
+        .order_by("unfinished", "username")
+    )

@@ -1,0 +1,286 @@
+"""Writes of resolution: gold labels out of submitted labels, adjudicators' decisions, the
+discussion of an item, and tie-breakers. Every change to a resolution is a revision.
+
+An item goes to resolution once every one of its assignments is submitted (at least k of them):
+dimensions answered alike become consensus resolutions at once, a majority decides where the
+study says so (or a tie-breaker labeled the item), and the rest wait in the disagreement queue
+for an adjudicator or a manager. From then on the annotators' labels no longer change.
+"""
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Count, Q
+
+from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
+from common.text import strip_nul
+from labeling.access import (
+    item_can_discuss,
+    item_can_resolve,
+    study_roles,
+)
+from labeling.disagreements import item_gold, item_labels, tiebreaker_candidates
+from labeling.models import (
+    Assignment,
+    DiscussionComment,
+    Resolution,
+    ResolutionRevision,
+    Study,
+    StudyItem,
+)
+from labeling.resolution_rules import DimensionOutcome, DimensionState, item_outcomes
+from taxonomy.models import Category, Dimension
+from taxonomy.selectors import dimensions_of_version
+
+MAX_NOTE = 20_000
+MAX_COMMENT = 10_000
+DECISION_METHODS = (
+    Resolution.Method.ADJUDICATED,
+    Resolution.Method.DISCUSSION,
+    Resolution.Method.MAJORITY,
+)
+AUTOMATIC_NOTES = {
+    DimensionState.CONSENSUS: "all annotators chose the same",
+    DimensionState.MAJORITY: "a strict majority of the annotators chose this",
+}
+
+
+def item_outcomes_for(*, item: StudyItem, dimensions: list[Dimension]) -> list[DimensionOutcome]:
+    """The state of each dimension of one item, from the database (see resolution_rules)."""
+    return item_outcomes(
+        dimensions=dimensions,
+        labels=item_labels(item_ids=[item.id]).get(item.id, {}),
+        gold=item_gold(item_ids=[item.id]).get(item.id, {}),
+        majority_decides=_majority_decides(item),
+    )
+
+
+def _majority_decides(item: StudyItem) -> bool:
+    return (
+        item.study.resolution_rule == Study.ResolutionRule.MAJORITY
+        or item.assignments.filter(is_tiebreaker=True, status=Assignment.Status.SUBMITTED).exists()
+    )
+
+
+@transaction.atomic
+def item_resolution_update(*, item: StudyItem) -> StudyItem:
+    """Bring an item's resolution up to date with its submitted labels and decisions.
+
+    Nothing happens while an assignment is still to do or a draft, or fewer than k annotators
+    submitted. Then consensus and majority outcomes are recorded, and the item is resolved when
+    every dimension that applies has its gold label, else it is in resolution. Locks the item
+    row, so that two annotators submitting at once cannot both miss each other's submission.
+    """
+    item = (
+        StudyItem.objects.select_for_update(of=("self",))
+        .select_related("study__codebook_version")
+        .get(pk=item.pk)
+    )
+    counts = item.assignments.aggregate(
+        submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+        unfinished=Count(
+            "id", filter=Q(status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT])
+        ),
+    )
+    if counts["unfinished"] or counts["submitted"] < item.study.k:
+        return item
+    dimensions = dimensions_of_version(version=item.study.codebook_version)
+    outcomes = item_outcomes_for(item=item, dimensions=dimensions)
+    for outcome in outcomes:
+        if outcome.state in AUTOMATIC_NOTES:
+            _resolution_write(
+                item=item,
+                dimension=outcome.dimension,
+                category_keys=sorted(outcome.categories or ()),
+                method=Resolution.Method(outcome.state.value),
+                note=AUTOMATIC_NOTES[outcome.state],
+                user=None,
+            )
+    open_states = {DimensionState.OPEN, DimensionState.WAITING}
+    status = (
+        StudyItem.Status.IN_RESOLUTION
+        if any(outcome.state in open_states for outcome in outcomes)
+        else StudyItem.Status.RESOLVED
+    )
+    if item.status != status:
+        item.status = status
+        item.save(update_fields=["status"])
+    return item
+
+
+@transaction.atomic
+def resolution_decide(
+    *,
+    item: StudyItem,
+    dimension_key: str,
+    user: AbstractBaseUser,
+    category_keys: list[str],
+    method: str,
+    note: str = "",
+    expected_version: int | None = None,
+) -> Resolution:
+    """Record the gold label of an item on a dimension, decided by an adjudicator or a manager.
+
+    Any categories of the dimension may be chosen, not only those the annotators proposed.
+    `expected_version` is the version of the resolution the decider saw (0 or None: none yet);
+    when someone decided meanwhile, ConflictError carries their decision and nothing changes.
+    Deciding again is allowed (a revision keeps the earlier decision).
+    """
+    item = (
+        StudyItem.objects.select_for_update(of=("self",))
+        .select_related("study__codebook_version")
+        .get(pk=item.pk)
+    )
+    if not item_can_resolve(roles=study_roles(study=item.study, user=user)):
+        raise PermissionDeniedError("Only the study's adjudicators and managers resolve items.")
+    if item.status == StudyItem.Status.OPEN:
+        raise ApplicationError(
+            "This item is still being labeled: it can be resolved once every annotator submitted."
+        )
+    dimension = next(
+        (
+            d
+            for d in dimensions_of_version(version=item.study.codebook_version)
+            if d.key == dimension_key
+        ),
+        None,
+    )
+    if dimension is None:
+        raise ApplicationError(
+            f"Unknown dimension {dimension_key!r} for this study's codebook.",
+            extra={"dimension": dimension_key},
+        )
+    if method not in DECISION_METHODS:
+        raise ApplicationError(
+            f"The method is one of {', '.join(DECISION_METHODS)}.", extra={"method": method}
+        )
+    keys = sorted(set(category_keys))
+    known = set(
+        Category.objects.filter(dimension=dimension, key__in=keys).values_list("key", flat=True)
+    )
+    unknown = [key for key in keys if key not in known]
+    if unknown:
+        raise ApplicationError(
+            f"{', '.join(unknown)} is not a category of {dimension.name}.",
+            extra={"categories": unknown},
+        )
+    if not dimension.multi_label and len(keys) > 1:
+        raise ApplicationError(f"{dimension.name} takes one category.")
+    if not dimension.multi_label and dimension.required and not keys:
+        raise ApplicationError(f"{dimension.name} needs a category.")
+    current = Resolution.objects.select_for_update().filter(item=item, dimension=dimension).first()
+    seen = expected_version or 0
+    if (current.version if current else 0) != seen:
+        raise ConflictError(
+            f"{dimension.name} of this item was decided meanwhile; see that decision first.",
+            extra={"resolution": resolution_data(current) if current else None},
+        )
+    resolution = _resolution_write(
+        item=item,
+        dimension=dimension,
+        category_keys=keys,
+        method=method,
+        note=strip_nul(note or "").strip()[:MAX_NOTE],
+        user=user,
+    )
+    item_resolution_update(item=item)
+    return resolution
+
+
+def _resolution_write(
+    *,
+    item: StudyItem,
+    dimension: Dimension,
+    category_keys: list[str],
+    method: str,
+    note: str,
+    user: AbstractBaseUser | None,
+) -> Resolution:
+    resolution, created = Resolution.objects.get_or_create(
+        item=item, dimension=dimension, defaults={"method": method}
+    )
+    previous_keys = None if created else sorted(c.key for c in resolution.categories.all())
+    previous_method = "" if created else resolution.method
+    resolution.method = method
+    resolution.note = note
+    resolution.decided_by = user
+    resolution.version += 1
+    resolution.save(update_fields=["method", "note", "decided_by", "version", "updated_at"])
+    resolution.categories.set(Category.objects.filter(dimension=dimension, key__in=category_keys))
+    ResolutionRevision.objects.create(
+        resolution=resolution,
+        category_keys=category_keys,
+        method=method,
+        note=note,
+        previous_category_keys=previous_keys,
+        previous_method=previous_method,
+        changed_by=user,
+    )
+    return resolution
+
+
+def resolution_data(resolution: Resolution) -> dict:
+    """A resolution as plain data (for a conflict's details and the API)."""
+    return {
+        "dimension": resolution.dimension.key,
+        "categories": sorted(c.key for c in resolution.categories.all()),
+        "method": resolution.method,
+        "note": resolution.note,
+        "decided_by": resolution.decided_by.get_username() if resolution.decided_by else None,
+        "version": resolution.version,
+        "updated_at": resolution.updated_at.isoformat(),
+    }
+
+
+@transaction.atomic
+def discussion_comment_add(
+    *, item: StudyItem, user: AbstractBaseUser, body: str
+) -> DiscussionComment:
+    """Add to an item's discussion: its study's adjudicators and managers, and the annotators of
+    the item once they submitted their own labels."""
+    item = StudyItem.objects.select_related("study").get(pk=item.pk)
+    if not item_can_discuss(item=item, user=user):
+        raise PermissionDeniedError(
+            "The discussion of an item is for its adjudicators, its managers and the annotators "
+            "who submitted it."
+        )
+    text = strip_nul(body or "").strip()
+    if not text:
+        raise ApplicationError("Write something to add to the discussion.")
+    if len(text) > MAX_COMMENT:
+        raise ApplicationError(f"A comment has at most {MAX_COMMENT} characters.")
+    return DiscussionComment.objects.create(item=item, author=user, body=text)
+
+
+@transaction.atomic
+def item_tiebreaker_request(
+    *, item: StudyItem, user: AbstractBaseUser, annotator: AbstractBaseUser | None = None
+) -> Assignment:
+    """Give an item in resolution to one more annotator of the study, who has not seen it: the
+    named one, or the one with the fewest unfinished assignments. With their label a strict
+    majority decides the dimensions still open."""
+    item = StudyItem.objects.select_for_update(of=("self",)).select_related("study").get(pk=item.pk)
+    if not item_can_resolve(roles=study_roles(study=item.study, user=user)):
+        raise PermissionDeniedError(
+            "Only the study's adjudicators and managers ask for more labels."
+        )
+    if item.status != StudyItem.Status.IN_RESOLUTION:
+        raise ApplicationError("Only an item in resolution takes a tie-breaker.")
+    candidates = tiebreaker_candidates(item=item)
+    if annotator is None:
+        if not candidates:
+            raise ApplicationError(
+                "Every annotator of the study has seen this item: add an annotator first."
+            )
+        annotator = candidates[0]
+    elif annotator.pk not in {candidate.pk for candidate in candidates}:
+        raise ApplicationError(
+            f"{annotator.get_username()} cannot break this tie: only an annotator of the study "
+            "who has not seen the item can.",
+            extra={"annotator": annotator.get_username()},
+        )
+    return Assignment.objects.create(
+        item=item,
+        annotator=annotator,
+        is_tiebreaker=True,
+        selection_reason=f"tie-breaker asked by {user.get_username()}",
+    )
