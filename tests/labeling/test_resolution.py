@@ -1,0 +1,372 @@
+"""From submitted labels to gold labels: consensus, adjudication, majority, tie-breakers, the
+conflict between two adjudicators, and who may do what. Data is made through the services."""
+
+import threading
+
+import pytest
+from django.db import connection
+
+from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
+from labeling.agreement_report import study_agreement_report
+from labeling.disagreements import (
+    DisagreementFilter,
+    disagreement_counts,
+    disagreement_list,
+    item_resolution_view,
+    tiebreaker_candidates,
+)
+from labeling.models import Assignment, Resolution, ResolutionRevision, StudyItem
+from labeling.resolution_rules import DimensionState
+from labeling.services.annotations import DimensionAnswer, assignment_save
+from labeling.services.resolutions import (
+    discussion_comment_add,
+    item_tiebreaker_request,
+    resolution_decide,
+)
+from labeling.services.studies import study_create, study_member_add
+from tests.conftest import require_postgres
+
+SCREENED_IN = {
+    "screening": ["include"],
+    "symptom": ["crash"],
+    "root_cause": ["api_misuse"],
+    "fix_pattern": ["fix_api_usage"],
+    "debugging_practice": ["error_message_analysis"],
+    "testing_practice": ["no_test_change"],
+    "training_stage": ["model_initialization"],
+}
+
+
+def submit(item, user, labels=None, **changes):
+    """Submit `user`'s labels on `item`: SCREENED_IN with `changes` applied."""
+    answers = {**(labels or SCREENED_IN), **changes}
+    assignment = Assignment.objects.get(item=item, annotator=user)
+    return assignment_save(
+        assignment=assignment,
+        user=user,
+        answers={key: DimensionAnswer(category_keys=keys) for key, keys in answers.items()},
+        submit=True,
+    )
+
+
+def gold(item) -> dict[str, tuple[str, list[str]]]:
+    return {
+        r.dimension.key: (r.method, sorted(c.key for c in r.categories.all()))
+        for r in Resolution.objects.filter(item=item).select_related("dimension")
+    }
+
+
+@pytest.fixture
+def item(study):
+    return study.items.order_by("id").first()
+
+
+@pytest.fixture
+def annotators(people):
+    return people["annotator1"], people["annotator2"]
+
+
+def test_identical_labels_become_consensus_and_resolve_the_item(item, annotators):
+    first, second = annotators
+    submit(item, first)
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.OPEN  # one of two: still being labeled
+    assert not Resolution.objects.exists()
+    submit(item, second)
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.RESOLVED
+    resolved = gold(item)
+    assert resolved["root_cause"] == ("consensus", ["api_misuse"])
+    # Empty optional dimensions are consensus too: both said "none applies".
+    assert resolved["parallel_feature"] == ("consensus", [])
+    dimension_keys = set(item.study.codebook_version.dimensions.values_list("key", flat=True))
+    assert set(resolved) == dimension_keys  # screened in: every dimension has its gold label
+    assert all(r.decided_by is None for r in Resolution.objects.all())
+    assert ResolutionRevision.objects.count() == len(resolved)
+
+
+def test_a_disagreement_waits_in_the_queue_for_the_adjudicator(item, annotators, people):
+    first, second = annotators
+    submit(item, first)
+    submit(item, second, root_cause=["configuration_error"])
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.IN_RESOLUTION
+    assert "root_cause" not in gold(item)
+    assert gold(item)["symptom"] == ("consensus", ["crash"])
+
+    rows = disagreement_list(study=item.study)
+    assert [(row.item.id, row.dimension.key) for row in rows] == [(item.id, "root_cause")]
+    assert rows[0].answers == {
+        "annotator1": frozenset({"api_misuse"}),
+        "annotator2": frozenset({"configuration_error"}),
+    }
+    assert rows[0].conflict == "api_misuse vs configuration_error"
+    counts = disagreement_counts(study=item.study)
+    assert counts["dimension"] == {"root_cause": 1}
+    assert counts["conflict"] == {"api_misuse vs configuration_error": 1}
+    assert (
+        disagreement_list(study=item.study, filters=DisagreementFilter(dimension="symptom")) == []
+    )
+
+    # Labels are frozen once the item is in resolution.
+    with pytest.raises(ApplicationError, match="under resolution"):
+        submit(item, first, root_cause=["configuration_error"])
+
+    resolution = resolution_decide(
+        item=item,
+        dimension_key="root_cause",
+        user=people["adjudicator"],
+        category_keys=["tensor_management_error"],  # neither annotator's: allowed
+        method="adjudicated",
+        note="the fix changes tensor handling",
+    )
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.RESOLVED
+    assert gold(item)["root_cause"] == ("adjudicated", ["tensor_management_error"])
+    assert resolution.decided_by == people["adjudicator"]
+    assert disagreement_list(study=item.study) == []
+
+
+def test_a_screening_disagreement_settles_first_then_what_depends_on_it(item, annotators, people):
+    first, second = annotators
+    submit(item, first)
+    submit(item, second, labels={"screening": ["not_a_bug"]})
+    view = item_resolution_view(item=item)
+    states = {row.dimension.key: row.state for row in view.rows}
+    assert states["screening"] == DimensionState.OPEN
+    assert states["root_cause"] == DimensionState.WAITING
+    assert [row.dimension.key for row in disagreement_list(study=item.study)] == ["screening"]
+
+    resolution_decide(
+        item=item,
+        dimension_key="screening",
+        user=people["adjudicator"],
+        category_keys=["include"],
+        method="discussion",
+    )
+    item.refresh_from_db()
+    # Screened in: annotator2 gave no root cause, so nothing is agreed on the rest.
+    open_now = {row.dimension.key for row in disagreement_list(study=item.study)}
+    assert {"symptom", "root_cause", "fix_pattern"} <= open_now
+    assert item.status == StudyItem.Status.IN_RESOLUTION
+
+    # Screened out instead: nothing else applies and the item is resolved.
+    current = Resolution.objects.get(item=item, dimension__key="screening")
+    resolution_decide(
+        item=item,
+        dimension_key="screening",
+        user=people["manager"],
+        category_keys=["not_a_bug"],
+        method="adjudicated",
+        expected_version=current.version,
+    )
+    item.refresh_from_db()
+    assert disagreement_list(study=item.study) == []
+    assert item.status == StudyItem.Status.RESOLVED
+    assert set(gold(item)) == {"screening"}
+
+
+def test_two_adjudicators_deciding_at_once_the_second_sees_the_first(item, annotators, people):
+    first, second = annotators
+    submit(item, first)
+    submit(item, second, symptom=["hang"])
+    resolution_decide(
+        item=item,
+        dimension_key="symptom",
+        user=people["adjudicator"],
+        category_keys=["hang"],
+        method="adjudicated",
+        expected_version=0,
+    )
+    with pytest.raises(ConflictError) as conflict:
+        resolution_decide(
+            item=item,
+            dimension_key="symptom",
+            user=people["manager"],
+            category_keys=["crash"],
+            method="adjudicated",
+            expected_version=0,
+        )
+    decided = conflict.value.extra["resolution"]
+    assert decided["categories"] == ["hang"]
+    assert decided["decided_by"] == "adjudicator"
+    assert gold(item)["symptom"] == ("adjudicated", ["hang"])  # nothing lost
+
+    resolution_decide(
+        item=item,
+        dimension_key="symptom",
+        user=people["manager"],
+        category_keys=["crash"],
+        method="discussion",
+        note="agreed on a call",
+        expected_version=decided["version"],
+    )
+    history = list(
+        ResolutionRevision.objects.filter(
+            resolution__item=item, resolution__dimension__key="symptom"
+        ).order_by("id")
+    )
+    assert [
+        (r.previous_category_keys, r.category_keys, r.changed_by.username) for r in history
+    ] == [
+        (None, ["hang"], "adjudicator"),
+        (["hang"], ["crash"], "manager"),
+    ]
+    assert history[-1].note == "agreed on a call"
+    assert history[-1].previous_method == "adjudicated"
+
+
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [
+        (["no_such_category"], "not a category"),
+        (["crash", "hang"], "takes one category"),
+        ([], "needs a category"),
+    ],
+)
+def test_a_bad_decision_is_refused_and_changes_nothing(item, annotators, people, keys, message):
+    first, second = annotators
+    submit(item, first)
+    submit(item, second, symptom=["hang"])
+    with pytest.raises(ApplicationError, match=message):
+        resolution_decide(
+            item=item,
+            dimension_key="symptom",
+            user=people["adjudicator"],
+            category_keys=keys,
+            method="adjudicated",
+        )
+    assert "symptom" not in gold(item)
+
+
+def test_who_may_decide_discuss_and_break_ties(item, annotators, people):
+    first, second = annotators
+    submit(item, first)
+    with pytest.raises(ApplicationError, match="still being labeled"):
+        resolution_decide(
+            item=item,
+            dimension_key="symptom",
+            user=people["adjudicator"],
+            category_keys=["crash"],
+            method="adjudicated",
+        )
+    # Before their own submission an annotator may not join the discussion.
+    with pytest.raises(PermissionDeniedError):
+        discussion_comment_add(item=item, user=second, body="what did you pick?")
+    submit(item, second, symptom=["hang"])
+    for outsider in (first, people["outsider"]):
+        with pytest.raises(PermissionDeniedError):
+            resolution_decide(
+                item=item,
+                dimension_key="symptom",
+                user=outsider,
+                category_keys=["crash"],
+                method="adjudicated",
+            )
+        with pytest.raises(PermissionDeniedError):
+            item_tiebreaker_request(item=item, user=outsider)
+    with pytest.raises(PermissionDeniedError):
+        discussion_comment_add(item=item, user=people["outsider"], body="hello")
+    comment = discussion_comment_add(item=item, user=second, body="  it hangs, not crashes  ")
+    assert comment.body == "it hangs, not crashes"
+    discussion_comment_add(item=item, user=people["adjudicator"], body="agreed")
+    with pytest.raises(ApplicationError):
+        discussion_comment_add(item=item, user=first, body="   ")
+
+
+def test_a_tiebreaker_is_someone_new_and_their_label_lets_the_majority_decide(
+    item, annotators, people, make_user
+):
+    first, second = annotators
+    third = make_user("annotator3")
+    study_member_add(study=item.study, user=third, role="annotator")
+    submit(item, first)
+    submit(item, second, symptom=["hang"])
+    assert [u.username for u in tiebreaker_candidates(item=item)] == ["annotator3"]
+    with pytest.raises(ApplicationError, match="cannot break this tie"):
+        item_tiebreaker_request(item=item, user=people["adjudicator"], annotator=first)
+    assignment = item_tiebreaker_request(item=item, user=people["adjudicator"])
+    assert assignment.annotator == third and assignment.is_tiebreaker
+    assert tiebreaker_candidates(item=item) == []
+    with pytest.raises(ApplicationError, match="has seen this item"):
+        item_tiebreaker_request(item=item, user=people["adjudicator"])
+
+    # The tie-breaker labels although the item is in resolution; the majority then decides.
+    submit(item, third, symptom=["hang"])
+    item.refresh_from_db()
+    assert gold(item)["symptom"] == ("majority", ["hang"])
+    assert item.status == StudyItem.Status.RESOLVED
+
+
+def test_the_majority_rule_decides_two_against_one(codebook_version, sample_issues, make_user):
+    users = [make_user(f"coder{n}") for n in range(3)]
+    study = study_create(
+        slug="majority",
+        name="majority",
+        codebook_version=codebook_version,
+        k=3,
+        resolution_rule="majority",
+        annotators=users,
+        issues=sample_issues[:1],
+    )
+    item = study.items.get()
+    submit(item, users[0])
+    submit(item, users[1], root_cause=["configuration_error"])
+    submit(item, users[2], root_cause=["configuration_error"], symptom=["hang"])
+    resolved = gold(item)
+    assert resolved["root_cause"] == ("majority", ["configuration_error"])
+    assert resolved["symptom"] == ("majority", ["crash"])
+    assert resolved["fix_pattern"] == ("consensus", ["fix_api_usage"])
+
+
+def test_the_majority_rule_needs_three_annotators(codebook_version, make_user):
+    with pytest.raises(ApplicationError, match="k = 3"):
+        study_create(
+            slug="pair", name="pair", codebook_version=codebook_version, k=2,
+            resolution_rule="majority",
+        )  # fmt: skip
+
+
+def test_agreement_keeps_using_the_raw_labels(item, annotators, people):
+    first, second = annotators
+    submit(item, first)
+    submit(item, second, root_cause=["configuration_error"])
+    before = study_agreement_report(study=item.study)["dimensions"]["root_cause"]
+    resolution_decide(
+        item=item,
+        dimension_key="root_cause",
+        user=people["adjudicator"],
+        category_keys=["api_misuse"],
+        method="adjudicated",
+    )
+    after = study_agreement_report(study=item.study)["dimensions"]["root_cause"]
+    assert after["percent_agreement"] == before["percent_agreement"] == 0.0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_last_submissions_at_once_still_resolve_the_item(study, annotators):
+    """Each submit evaluates the item under its row lock, so whichever commits second sees the
+    other's submission: the item never stays open with every label in."""
+    require_postgres()
+    item = study.items.order_by("id").first()
+    barrier = threading.Barrier(2)
+    errors = []
+
+    def label(user):
+        try:
+            barrier.wait(timeout=30)
+            submit(item, user)
+        except BaseException as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=label, args=(user,)) for user in annotators]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors, errors
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.RESOLVED
+    assert gold(item)["root_cause"] == ("consensus", ["api_misuse"])
