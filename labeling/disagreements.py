@@ -137,8 +137,7 @@ def disagreement_list(
 ) -> list[Disagreement]:
     """The open disagreements of a study (items in resolution, dimensions without a gold label
     that apply), oldest item first, matching the filters."""
-    filters = filters or DisagreementFilter()
-    return [row for row in _disagreements(study) if filters.matches(row)]
+    return disagreement_queue(study=study, filters=filters)[0]
 
 
 def disagreement_counts(
@@ -146,6 +145,13 @@ def disagreement_counts(
 ) -> dict[str, dict[str, int]]:
     """How many open disagreements each filter value leaves, the other filters applied (the
     numbers beside each choice of the queue's filters)."""
+    return disagreement_queue(study=study, filters=filters)[1]
+
+
+def disagreement_queue(
+    *, study: Study, filters: DisagreementFilter | None = None
+) -> tuple[list[Disagreement], dict[str, dict[str, int]]]:
+    """`disagreement_list` and `disagreement_counts` from one reading of the study."""
     filters = filters or DisagreementFilter()
     rows = _disagreements(study)
     facets = {
@@ -154,7 +160,7 @@ def disagreement_counts(
         "round": lambda row: row.round_name,
         "repository": lambda row: row.repository,
     }
-    return {
+    counts = {
         name: dict(
             sorted(
                 Counter(value(row) for row in rows if filters.matches(row, ignoring=name)).items()
@@ -162,6 +168,7 @@ def disagreement_counts(
         )
         for name, value in facets.items()
     }
+    return [row for row in rows if filters.matches(row)], counts
 
 
 def _disagreements(study: Study) -> list[Disagreement]:
