@@ -100,8 +100,11 @@ def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
 
 
 def study_overview_counts(*, study: Study) -> dict[str, int]:
+    """How many items the study has, how many wait in resolution and how many have their gold
+    labels, and how many changed upstream since labeled (one query)."""
     return StudyItem.objects.filter(study=study).aggregate(
         items=Count("id"),
+        in_resolution=Count("id", filter=Q(status=StudyItem.Status.IN_RESOLUTION)),
         resolved=Count("id", filter=Q(status=StudyItem.Status.RESOLVED)),
         changed_upstream=Count("id", filter=Q(changed_upstream_at__isnull=False)),
     )

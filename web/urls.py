@@ -1,6 +1,6 @@
 from django.urls import path
 
-from web.views import agreement, codebooks, sources, studies
+from web.views import agreement, codebooks, resolution, sources, studies
 
 urlpatterns = [
     path("", studies.home, name="home"),
@@ -13,7 +13,18 @@ urlpatterns = [
         studies.label_item_autosave,
         name="label_item_autosave",
     ),
+    path(
+        "studies/<slug:slug>/items/<int:item_id>/resolve/",
+        resolution.item_resolve,
+        name="item_resolve",
+    ),
+    path(
+        "studies/<slug:slug>/items/<int:item_id>/discussion/",
+        resolution.item_discussion,
+        name="item_discussion",
+    ),
     path("studies/<slug:slug>/agreement/", agreement.agreement, name="agreement"),
+    path("studies/<slug:slug>/disagreements/", resolution.disagreements, name="disagreements"),
     path("codebooks/", codebooks.codebooks, name="codebooks"),
     path(
         "codebooks/versions/<int:version_id>/",

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from common.exceptions import ApplicationError, ConflictError
 from labeling.access import (
     assignment_get_for_annotator,
+    item_can_discuss,
     study_can_label,
     study_can_see_agreement,
     study_get_visible_to,
@@ -19,7 +20,8 @@ from labeling.access import (
 from labeling.agreement_report import (
     study_round_statuses,
 )
-from labeling.models import Assignment, Study
+from labeling.disagreements import discussion_of, item_gold_list
+from labeling.models import Assignment, Study, StudyItem
 from labeling.selectors import (
     QUEUE_FILTERS,
     labeling_page,
@@ -158,9 +160,26 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
                 page, content_hash=study.codebook_version.content_hash
             ),
             "facets": page.issue.facets or {},
+            "outcome": _outcome(request, assignment),
         },
         status=status,
     )
+
+
+def _outcome(request: HttpRequest, assignment: Assignment) -> dict | None:
+    """What an annotator sees of an item's resolution: the gold labels and the discussion, once
+    they submitted their own labels (never before: labeling is blind) and there is something to
+    see or the item went to resolution."""
+    item = assignment.item
+    if assignment.status != Assignment.Status.SUBMITTED or not item_can_discuss(
+        item=item, user=request.user
+    ):
+        return None
+    gold = item_gold_list(item=item)
+    discussion = discussion_of(item=item)
+    if not gold and not discussion and item.status == StudyItem.Status.OPEN:
+        return None
+    return {"item": item, "gold": gold, "discussion": discussion}
 
 
 @login_required

@@ -257,6 +257,8 @@
     return target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && ["text", "search"].indexOf(target.type) !== -1);
   }
   document.addEventListener("keydown", function (event) {
+    // Another form of the page (the discussion) keeps its keys to itself.
+    if (event.target.form && event.target.form !== form) return;
     if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
       event.preventDefault();
       form.requestSubmit(document.getElementById("submit-button"));
