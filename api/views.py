@@ -12,6 +12,7 @@ from rest_framework.response import Response
 
 from api.assignments import AssignmentSerializer, assignments_visible_to
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember
+from api.resolutions import StudyResolutionActions
 from api.serializers import (
     AgreementQuerySerializer,
     CodebookSerializer,
@@ -85,8 +86,9 @@ class IssueViewSet(viewsets.ReadOnlyModelViewSet):
         return issues.order_by("repository_id", "number")
 
 
-class StudyViewSet(viewsets.ReadOnlyModelViewSet):
-    """Studies the user is a member of (all for a superuser)."""
+class StudyViewSet(StudyResolutionActions, viewsets.ReadOnlyModelViewSet):
+    """Studies the user is a member of (all for a superuser), with their agreement report, the
+    next item to label and the resolution routes (api.resolutions)."""
 
     serializer_class = StudySerializer
     permission_classes = [IsAuthenticated, IsStudyMember]
