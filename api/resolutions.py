@@ -29,6 +29,7 @@ from rest_framework.response import Response
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember
 from common.exceptions import ApplicationError
 from labeling.access import (
+    assignment_get_for_annotator,
     item_can_discuss,
     item_can_resolve,
     item_get_for_resolution,
@@ -40,8 +41,7 @@ from labeling.disagreements import (
     Disagreement,
     DisagreementFilter,
     ItemResolutionView,
-    disagreement_counts,
-    disagreement_list,
+    disagreement_queue,
     discussion_of,
     item_gold_list,
     item_resolution_view,
@@ -346,15 +346,18 @@ def _item_for_resolution(study: Study, user, item_id: str) -> StudyItem:
 
 
 def _item_for_discussion(study: Study, user, item_id: str) -> StudyItem:
-    """An item of this study whose gold labels and discussion the user may read."""
-    item = (
-        StudyItem.objects.select_related("issue__repository", "round", "study")
-        .filter(study=study, pk=_item_id(item_id))
-        .first()
+    """The item of this study whose gold labels and discussion the user may read: one they may
+    resolve, or their own once they submitted it (found as the pages find it)."""
+    item_id = _item_id(item_id)
+    item = item_get_for_resolution(
+        study=study, roles=study_roles(study=study, user=user), item_id=item_id
     )
-    if item is None or not item_can_discuss(item=item, user=user):
+    if item is not None:
+        return item
+    assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=user)
+    if assignment is None or not item_can_discuss(item=assignment.item, user=user):
         raise NotFound("No such item.")
-    return item
+    return assignment.item
 
 
 ERRORS = {
@@ -389,9 +392,10 @@ class StudyResolutionActions:
             round_name=params.get("round"),
             repository=params.get("repository"),
         )
-        rows = self.paginate_queryset(disagreement_list(study=study, filters=filters))
-        response = self.get_paginated_response(DisagreementSerializer(rows, many=True).data)
-        response.data["counts"] = disagreement_counts(study=study, filters=filters)
+        rows, counts = disagreement_queue(study=study, filters=filters)
+        page = self.paginate_queryset(rows)
+        response = self.get_paginated_response(DisagreementSerializer(page, many=True).data)
+        response.data["counts"] = counts
         return response
 
     @extend_schema(

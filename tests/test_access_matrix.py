@@ -236,6 +236,75 @@ CASES = [
     ),
     api("sources", "/api/sources/", SOURCE_MANAGERS),
     api("sync runs", "/api/sync-runs/", SOURCE_MANAGERS),
+    # Resolution API. demo's item is still being labeled: blind to its adjudicator and to its
+    # annotator (who has not submitted), open to the managers, who are refused only by the
+    # service (nothing to resolve yet).
+    api("disagreements", "/api/studies/demo/disagreements/", {**demo(200), "annotator": 403}),
+    api(
+        "other study's disagreements",
+        "/api/studies/other/disagreements/",
+        {**only(200, "other_manager", "superuser"), "other_annotator": 403},
+    ),
+    api(
+        "item side by side",
+        "/api/studies/demo/items/{demo_item_id}/resolution/",
+        only(200, "manager", "superuser"),
+    ),
+    api(
+        "item side by side: another study's item under demo's slug",
+        "/api/studies/demo/items/{other_item_id}/resolution/",
+        NOBODY,
+    ),
+    api(
+        "decide",
+        "/api/studies/demo/items/{demo_item_id}/resolutions/",
+        {**only(400, "manager", "superuser"), "annotator": 403},
+        method="post",
+        data={"dimension": "screening", "categories": ["include"]},
+    ),
+    api(
+        "decide: another study's item under demo's slug",
+        "/api/studies/demo/items/{other_item_id}/resolutions/",
+        {**NOBODY, "annotator": 403},  # the role is refused before any item is looked up
+        method="post",
+        data={"dimension": "screening", "categories": ["include"]},
+    ),
+    api(
+        "other study's decide",
+        "/api/studies/other/items/{other_item_id}/resolutions/",
+        {**only(400, "other_manager", "superuser"), "other_annotator": 403},
+        method="post",
+        data={"dimension": "screening", "categories": ["include"]},
+    ),
+    api(
+        "discussion",
+        "/api/studies/demo/items/{demo_item_id}/discussion/",
+        only(200, "manager", "superuser"),
+    ),
+    api(
+        "discussion: add",
+        "/api/studies/demo/items/{demo_item_id}/discussion/",
+        only(201, "manager", "superuser"),
+        method="post",
+        data={"body": "Which log line?"},
+    ),
+    api(
+        "discussion: another study's item under demo's slug",
+        "/api/studies/demo/items/{other_item_id}/discussion/",
+        NOBODY,
+    ),
+    api(
+        "tie-breaker",
+        "/api/studies/demo/items/{demo_item_id}/tiebreaker/",
+        {**only(400, "manager", "superuser"), "annotator": 403},  # not in resolution yet
+        method="post",
+    ),
+    api(
+        "tie-breaker: another study's item under demo's slug",
+        "/api/studies/demo/items/{other_item_id}/tiebreaker/",
+        {**NOBODY, "annotator": 403},
+        method="post",
+    ),
 ]
 
 
