@@ -3,8 +3,10 @@ version check, the discussion and tie-breakers, and who may do which. Labels are
 the labeling services, as the labeling page makes them."""
 
 import json
+import os
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
@@ -413,6 +415,17 @@ def test_an_empty_comment_is_400(api, disputed):
     assert response.status_code == 400
 
 
+def test_an_annotator_of_the_study_who_was_not_given_the_item_sees_nothing_of_it(
+    api, study, disputed, make_user
+):
+    third = make_user("annotator3")
+    study_member_add(study=study, user=third, role="annotator")
+    for route in ("resolution", "discussion"):
+        assert api(third).get(item_url(disputed, route)).status_code == 404
+    response = api(third).post(item_url(disputed, "discussion"), {"body": "?"}, format="json")
+    assert response.status_code == 404
+
+
 def test_outsiders_and_other_studies_items_are_404(api, disputed, people, make_user):
     outsider = api("outsider")
     for route in ("resolution", "discussion"):
@@ -436,6 +449,10 @@ def test_anonymous_requests_are_refused_as_elsewhere(disputed):
     ):
         assert response.status_code in (401, 403)
         assert response.json()["error"]["code"] == "not_authenticated"
+
+
+def test_the_schema_is_valid_without_warnings():
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", os.devnull)
 
 
 def test_the_schema_describes_the_resolution_endpoints(api, study):
