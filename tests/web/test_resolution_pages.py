@@ -402,7 +402,7 @@ def test_queue_queries_do_not_grow(client, items, people, size, django_assert_ma
     for item in items[:size]:
         disagree(item, people)
     client = login(client, "adjudicator")
-    with django_assert_max_num_queries(16):
+    with django_assert_max_num_queries(11):
         response = client.get("/studies/demo/disagreements/")
     assert response.content.decode().count("Resolve</a>") == size
 

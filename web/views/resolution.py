@@ -24,8 +24,8 @@ from labeling.access import (
 )
 from labeling.disagreements import (
     DisagreementFilter,
-    disagreement_counts,
     disagreement_list,
+    disagreement_queue,
     item_resolution_view,
 )
 from labeling.models import Resolution, Study, StudyItem
@@ -98,6 +98,10 @@ def _answer_text(answer: frozenset[str] | None, names: dict[str, str]) -> str:
     return ", ".join(sorted(names.get(key, key) for key in answer))
 
 
+def _names(keys: list[str], names: dict[str, str]) -> str:
+    return ", ".join(names.get(key, key) for key in keys) or "none applies"
+
+
 def _conflict_text(conflict: str, names: dict[str, str]) -> str:
     """ "api_misuse vs configuration_error" in category names."""
     words = {"none": "none applies", "n/a": "does not apply"}
@@ -111,8 +115,7 @@ def _conflict_text(conflict: str, names: dict[str, str]) -> str:
 def disagreements(request: HttpRequest, slug: str) -> HttpResponse:
     study, _ = _overseer_study_or_403(request, slug)
     filters = _queue_filters(request.GET)
-    rows = disagreement_list(study=study, filters=filters)
-    counts = disagreement_counts(study=study, filters=filters)
+    rows, counts = disagreement_queue(study=study, filters=filters)
     names = _category_names(study)
     dimension_names = {d.key: d.name for d in dimensions_of_version(version=study.codebook_version)}
 
@@ -326,6 +329,7 @@ def _resolve_context(
         )
     )
     can_decide = item.status != StudyItem.Status.OPEN
+    methods = dict(Resolution.Method.choices)
     rows = []
     for row in view.rows:
         mine = entered.get(row.dimension.key)
@@ -335,6 +339,7 @@ def _resolve_context(
         for column in row.columns:
             for category in column.categories:
                 chosen_by.setdefault(category.id, []).append(column.annotator)
+        names = {category.key: category.name for category in row.choices}
         decidable = can_decide and row.state in (DimensionState.OPEN, DimensionState.RESOLVED)
         rows.append(
             {
@@ -353,6 +358,20 @@ def _resolve_context(
                 ),
                 "note": (mine or {}).get("note", row.resolution.note if row.resolution else ""),
                 "version": row.resolution.version if row.resolution else 0,
+                "history": [
+                    {
+                        "revision": revision,
+                        "before": None
+                        if revision.previous_category_keys is None
+                        else _names(revision.previous_category_keys, names),
+                        "after": _names(revision.category_keys, names),
+                        "method": methods.get(revision.method, revision.method),
+                        "previous_method": methods.get(
+                            revision.previous_method, revision.previous_method
+                        ),
+                    }
+                    for revision in row.revisions
+                ],
                 "choices": [
                     {
                         "category": category,
