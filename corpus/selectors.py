@@ -2,9 +2,10 @@
 rule needs to know about them, which of them have a linked fix."""
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
-from corpus.models import Issue, LinkedFix
+from corpus.models import Issue, IssueComment, LinkedFix
 
 # What a selection rule (a source's filter, a study's follow) reads of an issue.
 RULE_FIELDS = ["id", "number", "state", "labels", "is_pull_request", "updated_at"]
@@ -57,4 +58,18 @@ def issue_ids_with_linked_fix(*, issue_ids: Iterable[int]) -> set[int]:
     """Those of the issue ids that have at least one linked fix."""
     return set(
         LinkedFix.objects.filter(issue_id__in=list(issue_ids)).values_list("issue_id", flat=True)
+    )
+
+
+@dataclass(frozen=True)
+class IssueThread:
+    fixes: list[LinkedFix]
+    comments: list[IssueComment]
+
+
+def issue_thread(*, issue: Issue) -> IssueThread:
+    """An issue's linked fixes and comments, as the pages show them beside it: two queries."""
+    return IssueThread(
+        fixes=list(LinkedFix.objects.filter(issue=issue).order_by("kind", "ref")),
+        comments=list(IssueComment.objects.filter(issue=issue).order_by("created_at", "github_id")),
     )

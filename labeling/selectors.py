@@ -7,6 +7,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Prefetch, Q, QuerySet
 
 from corpus.models import Issue, IssueComment, LinkedFix
+from corpus.selectors import issue_thread
 from labeling.access import study_list_visible_to
 from labeling.models import Annotation, Assignment, Study, StudyItem
 from taxonomy.models import Dimension
@@ -79,8 +80,7 @@ class LabelingPage:
 def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
     """Everything the labeling page shows, in a fixed number of queries."""
     issue = assignment.item.issue  # fetched with the assignment
-    fixes = list(LinkedFix.objects.filter(issue=issue).order_by("kind", "ref"))
-    comments = list(IssueComment.objects.filter(issue=issue).order_by("created_at", "github_id"))
+    thread = issue_thread(issue=issue)
     # Categories are not loaded: the page takes each dimension's tree from the cache.
     dimensions = dimensions_of_version(version=study.codebook_version)
     annotations = {
@@ -92,8 +92,8 @@ def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
     return LabelingPage(
         assignment=assignment,
         issue=issue,
-        fixes=fixes,
-        comments=comments,
+        fixes=thread.fixes,
+        comments=thread.comments,
         dimensions=dimensions,
         annotations=annotations,
     )

@@ -422,3 +422,19 @@ def test_resolve_page_queries_do_not_grow(
     with django_assert_max_num_queries(22):
         response = client.get(resolve_url(item))
     assert response.status_code == 200
+
+
+def test_labels_of_an_item_in_resolution_are_read_only_on_the_page(client, item, people):
+    client = login(client, "annotator1")
+    submit(item, people["annotator1"])
+    html = label_page(client, item)
+    assert "Submit and open next" in html  # submitted, the item still open: revisable
+    assert "labeling.js" in html
+
+    submit(item, people["annotator2"], root_cause=["configuration_error"])
+    html = label_page(client, item)
+    assert "your labels are final" in html
+    assert "Submit and open next" not in html and "Save draft" not in html
+    assert "labeling.js" not in html
+    fieldsets = re.findall(r'<fieldset [^>]*class="dimension', html)
+    assert fieldsets and all(tag.startswith("<fieldset disabled ") for tag in fieldsets)

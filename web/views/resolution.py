@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
-from corpus.models import IssueComment, LinkedFix
+from corpus.selectors import issue_thread
 from labeling.access import (
     assignment_get_for_annotator,
     item_can_resolve,
@@ -391,10 +391,7 @@ def _resolve_context(
         "item": item,
         "issue": issue,
         "facets": issue.facets or {},
-        "fixes": list(LinkedFix.objects.filter(issue=issue).order_by("kind", "ref")),
-        "comments": list(
-            IssueComment.objects.filter(issue=issue).order_by("created_at", "github_id")
-        ),
+        **vars(issue_thread(issue=issue)),
         "view": view,
         "rows": rows,
         "open_rows": [r for r in rows if r["state"] == DimensionState.OPEN],

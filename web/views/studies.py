@@ -161,6 +161,9 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
             ),
             "facets": page.issue.facets or {},
             "outcome": _outcome(request, assignment),
+            # Submitted labels of an item in resolution no longer change: the form is read-only.
+            "locked": assignment.status == Assignment.Status.SUBMITTED
+            and assignment.item.status != StudyItem.Status.OPEN,
         },
         status=status,
     )
