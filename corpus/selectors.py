@@ -5,7 +5,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from corpus.models import Issue, IssueComment, LinkedFix
+from django.db.models import Exists, OuterRef, Q
+
+from corpus.models import Issue, IssueComment, LinkedFix, Repository
 
 # What a selection rule (a source's filter, a study's follow) reads of an issue.
 RULE_FIELDS = ["id", "number", "state", "labels", "is_pull_request", "updated_at"]
@@ -73,3 +75,86 @@ def issue_thread(*, issue: Issue) -> IssueThread:
         fixes=list(LinkedFix.objects.filter(issue=issue).order_by("kind", "ref")),
         comments=list(IssueComment.objects.filter(issue=issue).order_by("created_at", "github_id")),
     )
+
+
+# Selecting issues for a study
+
+
+@dataclass(frozen=True)
+class IssueSelection:
+    """Which issues of the corpus a study draws from, as papers describe it: repositories, state,
+    GitHub labels (any or all of them, compared without regard to case), a creation date range,
+    whether a fix is linked, and words of the title or body. Pull requests never count."""
+
+    repositories: tuple[str, ...] = ()  # "owner/name"; empty: every repository
+    state: str = "any"  # any | open | closed
+    labels: tuple[str, ...] = ()
+    labels_match: str = "any"  # any | all
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    has_fix: bool | None = None  # None: either
+    query: str = ""
+
+
+@dataclass(frozen=True)
+class SelectedIssue:
+    id: int
+    owner: str
+    name: str
+    number: int
+
+    @property
+    def repository(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+    @property
+    def reference(self) -> str:
+        return f"{self.owner}/{self.name}#{self.number}"
+
+
+def issue_selection(*, selection: IssueSelection) -> list[SelectedIssue]:
+    """The issues the selection matches, by repository and number. Labels are compared here
+    rather than in SQL, since a JSON list is queried differently on SQLite and PostgreSQL."""
+    issues = Issue.objects.filter(is_pull_request=False)
+    if selection.repositories:
+        wanted = Q()
+        for full_name in selection.repositories:
+            owner, _, name = full_name.partition("/")
+            wanted |= Q(repository__owner=owner, repository__name=name)
+        issues = issues.filter(wanted)
+    if selection.state in ("open", "closed"):
+        issues = issues.filter(state=selection.state)
+    if selection.created_after is not None:
+        issues = issues.filter(created_at__gte=selection.created_after)
+    if selection.created_before is not None:
+        issues = issues.filter(created_at__lt=selection.created_before)
+    if selection.has_fix is not None:
+        with_fix = Exists(LinkedFix.objects.filter(issue=OuterRef("pk")))
+        issues = issues.filter(with_fix if selection.has_fix else ~with_fix)
+    for word in selection.query.split():
+        issues = issues.filter(Q(title__icontains=word) | Q(body__icontains=word))
+    wanted_labels = {label.strip().lower() for label in selection.labels if label.strip()}
+    rows = issues.order_by("repository__owner", "repository__name", "number").values_list(
+        "id", "repository__owner", "repository__name", "number", "labels"
+    )
+    selected = []
+    for issue_id, owner, name, number, labels in rows:
+        if wanted_labels:
+            present = {str(label).lower() for label in labels or []}
+            matched = (
+                wanted_labels <= present
+                if selection.labels_match == "all"
+                else bool(wanted_labels & present)
+            )
+            if not matched:
+                continue
+        selected.append(SelectedIssue(issue_id, owner, name, number))
+    return selected
+
+
+def repository_names() -> list[str]:
+    """Every repository of the corpus, "owner/name", in order."""
+    return [
+        f"{owner}/{name}"
+        for owner, name in Repository.objects.order_by("owner", "name").values_list("owner", "name")
+    ]

@@ -40,7 +40,15 @@ class StudyAdmin(admin.ModelAdmin):
     editable_fields = ["name", "description", "blind", "status"]
     # The codebook version and k are fixed when the study is made; changing them would orphan
     # labels or break the assignment plan.
-    readonly_fields = ["slug", "codebook_version", "k", "resolution_rule", "sampling"]
+    readonly_fields = [
+        "slug",
+        "codebook_version",
+        "k",
+        "overlap",
+        "preassign",
+        "resolution_rule",
+        "sampling",
+    ]
 
     def has_add_permission(self, request) -> bool:
         return False  # studies are created with create_study or the API (study_create)

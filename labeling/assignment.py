@@ -3,15 +3,21 @@
 from collections.abc import Sequence
 
 
-def balanced_assignment(n_items: int, annotators: Sequence[str], k: int) -> list[list[str]]:
-    """Give each of `n_items` items to `k` distinct annotators, spreading the load evenly.
-
-    Item i goes to annotators i*k .. i*k+k-1 (mod n), so every annotator gets within one item of
-    n_items*k/n, and with k == n everybody labels everything.
-    """
-    if k < 1:
-        raise ValueError("k must be at least 1")
-    if len(annotators) < k:
-        raise ValueError(f"k = {k} needs at least {k} annotators, got {len(annotators)}")
-    count = len(annotators)
-    return [[annotators[(i * k + j) % count] for j in range(k)] for i in range(n_items)]
+def least_loaded_assignment(
+    needs: Sequence[int], annotators: Sequence[str], loads: dict[str, int] | None = None
+) -> list[list[str]]:
+    """Give item i to `needs[i]` distinct annotators, each time the least loaded ones (ties in
+    the order given), starting from the open `loads` they carry already. Items coded by one
+    annotator and items coded by k mix freely, and every annotator ends within one item of the
+    others when they started even."""
+    load = {name: (loads or {}).get(name, 0) for name in annotators}
+    order = {name: index for index, name in enumerate(annotators)}
+    plan = []
+    for need in needs:
+        if need > len(annotators):
+            raise ValueError(f"an item needs {need} annotators, only {len(annotators)} given")
+        chosen = sorted(annotators, key=lambda name: (load[name], order[name]))[:need]
+        for name in chosen:
+            load[name] += 1
+        plan.append(chosen)
+    return plan

@@ -28,6 +28,11 @@ class Study(TimestampedModel):
 
     k = models.PositiveSmallIntegerField(default=2, help_text="annotators per item")
     blind = models.BooleanField(default=True)
+    # Items are given to annotators up front (balanced); otherwise annotators claim the next item
+    # that still needs them when they ask for one.
+    preassign = models.BooleanField(default=True)
+    # The share of items coded by k annotators; the others are coded by one (1.0: all by k).
+    overlap = models.FloatField(default=1.0)
     # What happens to a disagreement once all annotators of an item have submitted.
     resolution_rule = models.CharField(
         max_length=12, choices=ResolutionRule.choices, default=ResolutionRule.ADJUDICATION
@@ -40,6 +45,9 @@ class Study(TimestampedModel):
         verbose_name_plural = "studies"
         constraints = [
             models.CheckConstraint(condition=models.Q(k__gte=1), name="study_k_positive"),
+            models.CheckConstraint(
+                condition=models.Q(overlap__gte=0, overlap__lte=1), name="study_overlap_fraction"
+            ),
             # A majority of two is unanimity: the majority rule needs three annotators or more.
             models.CheckConstraint(
                 condition=~models.Q(resolution_rule="majority") | models.Q(k__gte=3),
@@ -105,6 +113,8 @@ class StudyItem(models.Model):
     issue = models.ForeignKey(Issue, on_delete=models.PROTECT, related_name="study_items")
     round = models.ForeignKey(Round, on_delete=models.PROTECT, related_name="items")
     status = models.CharField(max_length=15, choices=Status.choices, default=Status.OPEN)
+    # How many annotators label the item: the study's k, or 1 for an item outside the overlap.
+    annotators_needed = models.PositiveSmallIntegerField(default=1)
     # Set when the issue changed on GitHub after someone labeled it; labels are never touched.
     changed_upstream_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

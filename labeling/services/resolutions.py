@@ -65,10 +65,11 @@ def _majority_decides(item: StudyItem) -> bool:
 def item_resolution_update(*, item: StudyItem) -> StudyItem:
     """Bring an item's resolution up to date with its submitted labels and decisions.
 
-    Nothing happens while an assignment is still to do or a draft, or fewer than k annotators
-    submitted. Then consensus and majority outcomes are recorded, and the item is resolved when
-    every dimension that applies has its gold label, else it is in resolution. Locks the item
-    row, so that two annotators submitting at once cannot both miss each other's submission.
+    Nothing happens while an assignment is still to do or a draft, or fewer annotators than the
+    item needs (k, or one for an item outside the study's overlap) submitted. Then consensus
+    and majority outcomes are recorded, and the item is resolved when every dimension that
+    applies has its gold label, else it is in resolution. Locks the item row, so that two
+    annotators submitting at once cannot both miss each other's submission.
     """
     item = (
         StudyItem.objects.select_for_update(of=("self",))
@@ -81,7 +82,7 @@ def item_resolution_update(*, item: StudyItem) -> StudyItem:
             "id", filter=Q(status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT])
         ),
     )
-    if counts["unfinished"] or counts["submitted"] < item.study.k:
+    if counts["unfinished"] or counts["submitted"] < item.annotators_needed:
         return item
     dimensions = dimensions_of_version(version=item.study.codebook_version)
     outcomes = item_outcomes_for(item=item, dimensions=dimensions)

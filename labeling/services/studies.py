@@ -5,13 +5,14 @@ from collections.abc import Sequence
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, F
 from django.utils import timezone
 
 from common.exceptions import ApplicationError
 from corpus.models import Issue
-from labeling.assignment import balanced_assignment
+from labeling.assignment import least_loaded_assignment
 from labeling.models import Assignment, Membership, Round, Study, StudyItem
+from labeling.sampling import Candidate, overlap_references
 from taxonomy.models import CodebookVersion
 
 User = get_user_model()
@@ -58,6 +59,7 @@ def study_create(
         k=k,
         blind=blind,
         resolution_rule=resolution_rule,
+        preassign=bool(annotators),
         sampling=sampling or {},
     )
     Round.objects.create(study=study, name=round_name, position=0, kind=round_kind)
@@ -110,36 +112,79 @@ def study_items_add(
     *, study: Study, issues: Sequence[Issue], round: Round | None = None, assign: bool = True
 ) -> list[StudyItem]:
     """Add issues (not pull requests, not already in the study) to a round and, with `assign`,
-    give each to k of the study's annotators."""
+    give each to the annotators it needs: k for the study's overlap share of the items (chosen
+    by the study's seed), one for the rest; the least loaded annotators first."""
     round = round or study.rounds.order_by("-position").first()
     already = set(study.items.values_list("issue_id", flat=True))
     new_issues = [i for i in issues if not i.is_pull_request and i.id not in already]
+    references = {
+        issue_id: f"{owner}/{name}#{number}"
+        for issue_id, owner, name, number in Issue.objects.filter(
+            id__in=[issue.id for issue in new_issues]
+        ).values_list("id", "repository__owner", "repository__name", "number")
+    }
+    double_coded = overlap_references(
+        [Candidate(reference, "") for reference in references.values()],
+        seed=int(study.sampling.get("seed", 0)),
+        fraction=study.overlap,
+    )
     StudyItem.objects.bulk_create(
-        [StudyItem(study=study, issue=issue, round=round) for issue in new_issues]
+        [
+            StudyItem(
+                study=study,
+                issue=issue,
+                round=round,
+                annotators_needed=study.k if references[issue.id] in double_coded else 1,
+            )
+            for issue in new_issues
+        ]
     )
     items = list(StudyItem.objects.filter(study=study, issue__in=new_issues).order_by("id"))
-    annotators = list(
+    annotators = study_annotators(study=study)
+    if assign and study.preassign and len(annotators) >= study.k:
+        items_assign(
+            study=study, items=items, annotators=annotators, reason="pre-assigned (balanced)"
+        )
+    return items
+
+
+def study_annotators(*, study: Study) -> list[AbstractBaseUser]:
+    return list(
         User.objects.filter(
             memberships__study=study, memberships__role=Membership.Role.ANNOTATOR
         ).order_by("username")
     )
-    if assign and len(annotators) >= study.k:
-        # Start where earlier batches stopped, so that the load stays even across additions.
-        offset = Assignment.objects.filter(item__study=study).count() // study.k
-        plan = balanced_assignment(offset + len(items), [a.username for a in annotators], study.k)
-        by_name = {a.username: a for a in annotators}
-        Assignment.objects.bulk_create(
-            [
-                Assignment(
-                    item=item,
-                    annotator=by_name[username],
-                    selection_reason="pre-assigned (balanced)",
-                )
-                for item, usernames in zip(items, plan[offset:], strict=True)
-                for username in usernames
-            ]
-        )
-    return items
+
+
+def items_assign(
+    *, study: Study, items: list[StudyItem], annotators: list[AbstractBaseUser], reason: str
+) -> None:
+    """Give each item the annotators it still needs, least loaded first (the load: every
+    assignment they hold in the study, so that it stays even across additions)."""
+    loads = dict(
+        Assignment.objects.filter(item__study=study)
+        .values_list("annotator__username")
+        .annotate(n=Count("id"))
+        .values_list("annotator__username", "n")
+    )
+    holders: dict[int, set[str]] = {}
+    for item_id, username in Assignment.objects.filter(item__in=items).values_list(
+        "item_id", "annotator__username"
+    ):
+        holders.setdefault(item_id, set()).add(username)
+    by_name = {a.get_username(): a for a in annotators}
+    new = []
+    for item in items:
+        have = holders.get(item.id, set())
+        free = [name for name in by_name if name not in have]
+        need = min(item.annotators_needed - len(have), len(free))
+        if need <= 0:
+            continue
+        (chosen,) = least_loaded_assignment([need], free, loads)
+        for name in chosen:
+            loads[name] = loads.get(name, 0) + 1
+            new.append(Assignment(item=item, annotator=by_name[name], selection_reason=reason))
+    Assignment.objects.bulk_create(new)
 
 
 def item_claim_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignment | None:
@@ -157,7 +202,7 @@ def item_claim_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignm
         )
         .exclude(assignments__annotator=user)
         .annotate(n_assigned=Count("assignments"))
-        .filter(n_assigned__lt=study.k)
+        .filter(n_assigned__lt=F("annotators_needed"))
         .order_by("n_assigned", "id")
         .values_list("id", flat=True)[:50]
     )
@@ -170,15 +215,16 @@ def item_claim_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignm
             continue
         # Counted again under the lock: a claim that committed meanwhile is seen now.
         assigned = Assignment.objects.filter(item_id=item_id).exclude(annotator=user).count()
+        needed = StudyItem.objects.values_list("annotators_needed", flat=True).get(id=item_id)
         if (
-            assigned >= study.k
+            assigned >= needed
             or Assignment.objects.filter(item_id=item_id, annotator=user).exists()
         ):
             continue
         return Assignment.objects.create(
             item_id=item_id,
             annotator=user,
-            selection_reason=f"least-annotated ({assigned} of {study.k} before)",
+            selection_reason=f"least-annotated ({assigned} of {needed} before)",
         )
     return None
 
