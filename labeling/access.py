@@ -96,6 +96,12 @@ def study_get_visible_to(*, slug: str, user: User) -> tuple[Study, set[str]] | N
     return (study, roles) if roles else None
 
 
+def user_can_create_study(*, user: User) -> bool:
+    """Superusers, and people given Django's "add study" permission (in the admin: a user's or
+    a group's permissions), set studies up; whoever creates one becomes its manager."""
+    return bool(user.is_authenticated and user.has_perm("labeling.add_study"))
+
+
 def study_can_see_agreement(*, roles: set[str]) -> bool:
     """Agreement figures (and the round statuses built on them) are for managers and
     adjudicators; annotators would learn how their labels compare, which breaks blindness."""

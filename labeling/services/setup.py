@@ -30,7 +30,7 @@ MAX_SEED = 2**63 - 1
 @dataclass(frozen=True)
 class RoundPlan:
     name: str
-    kind: str = Round.Kind.MAIN
+    kind: str = "main"  # a Round.Kind value
     size: int | None = None  # None: the rest of the sample (the last round only)
 
 
