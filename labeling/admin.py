@@ -47,6 +47,7 @@ class StudyAdmin(admin.ModelAdmin):
         "overlap",
         "preassign",
         "resolution_rule",
+        "required_dimensions",
         "sampling",
     ]
 

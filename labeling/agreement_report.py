@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 
 from labeling.agreement import dimension_agreement, interpret_kappa
 from labeling.models import Annotation, Assignment, Round, Study, StudyItem
+from labeling.selectors import study_dimensions
 from taxonomy.models import Category, Dimension
 
 
@@ -50,9 +51,7 @@ def study_label_table(
     an answer on the condition's dimension are kept.
     `level` rolls categories up the tree: 0 maps every category to its top-level ancestor.
     """
-    dimensions = list(
-        Dimension.objects.filter(version_id=study.codebook_version_id).order_by("position")
-    )
+    dimensions = study_dimensions(study=study)
     wanted = set(dimension_keys) if dimension_keys is not None else None
     categories = list(
         Category.objects.filter(dimension__version_id=study.codebook_version_id)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from django.db.models import Count, Q
 
 from labeling.models import Assignment, Resolution, Study, StudyItem
-from taxonomy.selectors import dimensions_of_version
+from labeling.selectors import study_dimensions
 
 FUNNEL_STEPS = ("candidates", "sampled", "screened_in", "labeled", "resolved")
 
@@ -77,7 +77,7 @@ def study_funnel(*, study: Study) -> list[FunnelRow]:
 
 def _screening_rule(study: Study):
     """(screening key, a dimension that depends on it): the dimension others apply after."""
-    dimensions = dimensions_of_version(version=study.codebook_version)
+    dimensions = study_dimensions(study=study)
     for dimension in dimensions:
         if dimension.applies_when:
             return next(iter(dimension.applies_when)), dimension

@@ -26,8 +26,8 @@ from labeling.resolution_rules import (
     conflict_label,
     item_outcomes,
 )
+from labeling.selectors import study_dimensions
 from taxonomy.models import Category, Dimension
-from taxonomy.selectors import dimensions_of_version
 
 
 def item_labels(*, item_ids: list[int]) -> dict[int, dict[str, dict[str, frozenset[str]]]]:
@@ -181,7 +181,7 @@ def _disagreements(study: Study) -> list[Disagreement]:
     labels = item_labels(item_ids=item_ids)
     gold = item_gold(item_ids=item_ids)
     majority = items_majority_decides(study=study, item_ids=item_ids)
-    dimensions = dimensions_of_version(version=study.codebook_version)
+    dimensions = study_dimensions(study=study)
     rows = []
     for item in items:
         item_answers = labels.get(item.id, {})
@@ -253,7 +253,7 @@ def item_resolution_view(*, item: StudyItem) -> ItemResolutionView:
     (rationale, unsure, evidence, time spent), the definitions of the categories involved, the
     gold labels so far with their history, and the discussion."""
     study = item.study
-    dimensions = dimensions_of_version(version=study.codebook_version)
+    dimensions = study_dimensions(study=study)
     assignments = list(
         Assignment.objects.filter(item=item)
         .select_related("annotator")

@@ -28,6 +28,9 @@ class Study(TimestampedModel):
 
     k = models.PositiveSmallIntegerField(default=2, help_text="annotators per item")
     blind = models.BooleanField(default=True)
+    # Keys of the dimensions that must be answered to submit, when the study chooses them
+    # rather than its codebook version (null: as the codebook says).
+    required_dimensions = models.JSONField(null=True, blank=True)
     # Items are given to annotators up front (balanced); otherwise annotators claim the next item
     # that still needs them when they ask for one.
     preassign = models.BooleanField(default=True)

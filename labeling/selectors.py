@@ -1,6 +1,7 @@
 """Reads: a user's studies and queue, the labeling page's data. Who may see what is decided in
 labeling.access."""
 
+import copy
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -82,7 +83,7 @@ def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
     issue = assignment.item.issue  # fetched with the assignment
     thread = issue_thread(issue=issue)
     # Categories are not loaded: the page takes each dimension's tree from the cache.
-    dimensions = dimensions_of_version(version=study.codebook_version)
+    dimensions = study_dimensions(study=study)
     annotations = {
         a.dimension_id: a
         for a in Annotation.objects.filter(assignment=assignment).prefetch_related(
@@ -108,3 +109,19 @@ def study_overview_counts(*, study: Study) -> dict[str, int]:
         resolved=Count("id", filter=Q(status=StudyItem.Status.RESOLVED)),
         changed_upstream=Count("id", filter=Q(changed_upstream_at__isnull=False)),
     )
+
+
+def study_dimensions(*, study: Study) -> list[Dimension]:
+    """The dimensions of the study's codebook version, in order, each `required` as the study
+    says (`Study.required_dimensions`) or, when it says nothing, as the codebook does. Copies,
+    so that the cached dimensions of the version stay as published."""
+    dimensions = dimensions_of_version(version=study.codebook_version)
+    if study.required_dimensions is None:
+        return dimensions
+    required = set(study.required_dimensions)
+    study_view = []
+    for dimension in dimensions:
+        as_the_study_says = copy.copy(dimension)
+        as_the_study_says.required = dimension.key in required
+        study_view.append(as_the_study_says)
+    return study_view

@@ -12,10 +12,10 @@ from common.exceptions import ApplicationError, ConflictError, PermissionDeniedE
 from corpus.models import Issue
 from labeling.annotation_import import AnnotationRow
 from labeling.models import Annotation, AnnotationRevision, Assignment, Membership, Study, StudyItem
+from labeling.selectors import study_dimensions
 from labeling.services.resolutions import item_resolution_update
 from labeling.services.studies import study_items_add, study_member_add
 from taxonomy.models import Category, Dimension
-from taxonomy.selectors import dimensions_of_version
 
 MAX_TEXT = 20_000
 
@@ -71,9 +71,7 @@ def assignment_save(
             "These labels were changed in another tab or window; reload to see them.",
             extra={"version": assignment.version},
         )
-    dimensions = {
-        d.key: d for d in dimensions_of_version(version=assignment.item.study.codebook_version)
-    }
+    dimensions = {d.key: d for d in study_dimensions(study=assignment.item.study)}
     unknown = sorted(set(answers) - dimensions.keys())
     if unknown:
         raise ApplicationError(

@@ -28,8 +28,8 @@ from labeling.models import (
     StudyItem,
 )
 from labeling.resolution_rules import DimensionOutcome, DimensionState, item_outcomes
+from labeling.selectors import study_dimensions
 from taxonomy.models import Category, Dimension
-from taxonomy.selectors import dimensions_of_version
 
 MAX_NOTE = 20_000
 MAX_COMMENT = 10_000
@@ -84,7 +84,7 @@ def item_resolution_update(*, item: StudyItem) -> StudyItem:
     )
     if counts["unfinished"] or counts["submitted"] < item.annotators_needed:
         return item
-    dimensions = dimensions_of_version(version=item.study.codebook_version)
+    dimensions = study_dimensions(study=item.study)
     outcomes = item_outcomes_for(item=item, dimensions=dimensions)
     for outcome in outcomes:
         if outcome.state in AUTOMATIC_NOTES:
@@ -138,11 +138,7 @@ def resolution_decide(
             "This item is still being labeled: it can be resolved once every annotator submitted."
         )
     dimension = next(
-        (
-            d
-            for d in dimensions_of_version(version=item.study.codebook_version)
-            if d.key == dimension_key
-        ),
+        (d for d in study_dimensions(study=item.study) if d.key == dimension_key),
         None,
     )
     if dimension is None:

@@ -139,6 +139,7 @@ def study_setup(
     overlap: float = 1.0,
     blind: bool = True,
     resolution_rule: str = Study.ResolutionRule.ADJUDICATION,
+    required_dimensions: Sequence[str] | None = None,
     description: str = "",
     annotators: Sequence[AbstractBaseUser] = (),
     managers: Sequence[AbstractBaseUser] = (),
@@ -147,7 +148,8 @@ def study_setup(
     """Create a study from a selection of the corpus and a seeded sampling rule: its rounds
     take the sample in rank order (a 30-item pilot gets the 30 first), its items are assigned
     (k annotators for the overlap share of them, one for the rest), and the rule, the seed and
-    the counts are stored with it."""
+    the counts are stored with it. `required_dimensions` names the dimensions that must be
+    answered to submit (None: as the codebook version says)."""
     if not rounds:
         raise ApplicationError("A study has at least one round.")
     if any(plan.size is None for plan in rounds[:-1]):
@@ -168,6 +170,7 @@ def study_setup(
         k=k,
         blind=blind,
         resolution_rule=resolution_rule,
+        required_dimensions=required_dimensions,
         annotators=annotators,
         managers=managers,
         adjudicators=adjudicators,

@@ -27,6 +27,7 @@ def study_create(
     k: int = 2,
     blind: bool = True,
     resolution_rule: str = Study.ResolutionRule.ADJUDICATION,
+    required_dimensions: Sequence[str] | None = None,
     annotators: Sequence[AbstractBaseUser] = (),
     managers: Sequence[AbstractBaseUser] = (),
     adjudicators: Sequence[AbstractBaseUser] = (),
@@ -50,6 +51,15 @@ def study_create(
         )
     if resolution_rule == Study.ResolutionRule.MAJORITY and k < 3:
         raise ApplicationError("A majority decides only with k = 3 annotators or more.")
+    if required_dimensions is not None:
+        known = set(codebook_version.dimensions.values_list("key", flat=True))
+        unknown = sorted(set(required_dimensions) - known)
+        if unknown:
+            raise ApplicationError(
+                f"{', '.join(unknown)} is not a dimension of this codebook version.",
+                extra={"required_dimensions": unknown},
+            )
+        required_dimensions = sorted(set(required_dimensions))
     if annotators and len(annotators) < k:
         raise ApplicationError(f"k = {k} needs at least {k} annotators; {len(annotators)} given.")
     study = Study.objects.create(
@@ -60,6 +70,7 @@ def study_create(
         blind=blind,
         resolution_rule=resolution_rule,
         preassign=bool(annotators),
+        required_dimensions=required_dimensions,
         sampling=sampling or {},
     )
     Round.objects.create(study=study, name=round_name, position=0, kind=round_kind)

@@ -304,3 +304,42 @@ def test_create_study_command_draws_by_rule(codebook_version, sample_issues, peo
     study = Study.objects.get(slug="cli")
     assert references(study) == sorted(study_sample_preview(rule=rule).references)
     assert Counter(study.items.values_list("round__kind", flat=True)) == {"pilot": 2, "main": 4}
+
+
+def test_a_study_chooses_which_dimensions_are_required(codebook_version, sample_issues, people):
+    study = study_setup(
+        slug="light",
+        name="light",
+        codebook_version=codebook_version,
+        rule=SamplingRule(method="random", size=1, seed=1),
+        k=1,
+        required_dimensions=["screening", "root_cause"],
+        annotators=[people["annotator1"]],
+    )
+    assignment = Assignment.objects.get(item__study=study)
+    with pytest.raises(ApplicationError, match="Root cause"):
+        assignment_save(
+            assignment=assignment,
+            user=people["annotator1"],
+            answers={"screening": DimensionAnswer(category_keys=["include"])},
+            submit=True,
+        )
+    # Symptom, fix pattern, ... are optional in this study although the codebook requires them.
+    assignment_save(
+        assignment=assignment,
+        user=people["annotator1"],
+        answers={
+            "screening": DimensionAnswer(category_keys=["include"]),
+            "root_cause": DimensionAnswer(category_keys=["api_misuse"]),
+        },
+        submit=True,
+    )
+    assert Assignment.objects.get(pk=assignment.pk).status == "submitted"
+    with pytest.raises(ApplicationError, match="not a dimension"):
+        study_setup(
+            slug="typo",
+            name="typo",
+            codebook_version=codebook_version,
+            rule=SamplingRule(method="random", size=1, seed=1),
+            required_dimensions=["root_cuase"],
+        )
