@@ -119,6 +119,22 @@ def study_member_add(*, study: Study, user: AbstractBaseUser, role: str) -> Memb
 
 
 @transaction.atomic
+def study_member_remove(*, study: Study, user: AbstractBaseUser, role: str) -> None:
+    """Take a manager or an adjudicator role away; never the study's last manager (someone must
+    be able to change its members). Annotators leave through `annotator_remove`, which hands
+    their unfinished items on."""
+    if role == Membership.Role.ANNOTATOR:
+        raise ApplicationError("Annotators leave a study through annotator_remove.")
+    memberships = Membership.objects.select_for_update().filter(study=study, role=role)
+    membership = next((m for m in memberships if m.user_id == user.pk), None)
+    if membership is None:
+        raise ApplicationError(f"{user.get_username()} is not a {role} of this study.")
+    if role == Membership.Role.MANAGER and len(memberships) == 1:
+        raise ApplicationError("A study keeps at least one manager.")
+    membership.delete()
+
+
+@transaction.atomic
 def study_items_add(
     *, study: Study, issues: Sequence[Issue], round: Round | None = None, assign: bool = True
 ) -> list[StudyItem]:
