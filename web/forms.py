@@ -1,12 +1,18 @@
-"""Reading the labeling form: one field group per dimension, named after its key."""
+"""The pages' forms: the labeling form (one field group per dimension, named after its key),
+the agreement filters, setting a study up, and adding a member."""
+
+from datetime import UTC, date, datetime, time
 
 from django import forms
+from django.contrib.auth import get_user_model
 from django.http import QueryDict
 
 from corpus.models import Repository
-from labeling.models import Study
+from corpus.selectors import IssueSelection, repository_names
+from labeling.models import Membership, Round, Study
 from labeling.services.annotations import DimensionAnswer
-from taxonomy.models import Dimension
+from labeling.services.setup import MAX_SEED, RoundPlan, SamplingRule
+from taxonomy.models import CodebookVersion, Dimension
 
 
 def answers_from_form(data: QueryDict, dimensions: list[Dimension]) -> dict[str, DimensionAnswer]:
@@ -67,3 +73,215 @@ class AgreementFilterForm(forms.Form):
 
     def default_filters(self) -> dict:
         return {name: None for name in self.fields} | {"intervals": False}
+
+
+# Setting a study up (/studies/new/)
+
+SAMPLING_METHODS = [
+    ("all", "All matching issues"),
+    ("random", "Random: N in all"),
+    ("per_repository", "Stratified: N per repository"),
+    ("proportional", "Stratified: N in all, in proportion to the repositories"),
+]
+HAS_FIX_CHOICES = [("", "either"), ("yes", "yes"), ("no", "no")]
+DEFAULT_SEED = 7
+
+
+def _day_start(day: date | None) -> datetime | None:
+    """A date of the form as the start of that day in UTC (selections compare aware datetimes)."""
+    return datetime.combine(day, time.min, tzinfo=UTC) if day else None
+
+
+class SampleRuleForm(forms.Form):
+    """Which issues of the corpus a study draws and how: the part of the setup form that the live
+    count reads on its own."""
+
+    repositories = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="None ticked: every repository of the corpus.",
+    )
+    state = forms.ChoiceField(
+        choices=[("any", "any"), ("open", "open"), ("closed", "closed")], initial="any"
+    )
+    labels = forms.CharField(
+        required=False, label="GitHub labels", help_text="Separate with commas; empty: any."
+    )
+    labels_match = forms.ChoiceField(
+        choices=[("any", "any of them"), ("all", "all of them")],
+        initial="any",
+        label="An issue carries",
+    )
+    created_after = forms.DateField(
+        required=False,
+        label="Created on or after",
+        widget=forms.DateInput(attrs={"type": "date"}),
+    )
+    created_before = forms.DateField(
+        required=False,
+        label="Created before",
+        widget=forms.DateInput(attrs={"type": "date"}),
+    )
+    has_fix = forms.ChoiceField(
+        choices=HAS_FIX_CHOICES, required=False, label="Has a linked fix", initial=""
+    )
+    query = forms.CharField(
+        required=False,
+        label="Words in title or body",
+        help_text="Every word must occur.",
+    )
+    method = forms.ChoiceField(choices=SAMPLING_METHODS, initial="all", label="Sampling")
+    sample_size = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="N",
+        help_text="Random and in proportion: N in all; per repository: N of each.",
+    )
+    seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, initial=DEFAULT_SEED)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["repositories"].choices = [(name, name) for name in repository_names()]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if data.get("method", "all") != "all" and data.get("sample_size") is None:
+            self.add_error("sample_size", "This sampling method needs N.")
+        after, before = data.get("created_after"), data.get("created_before")
+        if after and before and after >= before:
+            self.add_error("created_before", "The date range ends before it starts.")
+        return data
+
+    def rule(self) -> SamplingRule:
+        data = self.cleaned_data
+        method, size = data["method"], data.get("sample_size")
+        return SamplingRule(
+            selection=IssueSelection(
+                repositories=tuple(data["repositories"]),
+                state=data["state"],
+                labels=tuple(label.strip() for label in data["labels"].split(",") if label.strip()),
+                labels_match=data["labels_match"],
+                created_after=_day_start(data.get("created_after")),
+                created_before=_day_start(data.get("created_before")),
+                has_fix={"yes": True, "no": False}.get(data.get("has_fix") or ""),
+                query=data["query"].strip(),
+            ),
+            method="stratified" if method in ("per_repository", "proportional") else method,
+            size=size if method in ("random", "proportional") else None,
+            per_repository=size if method == "per_repository" else None,
+            seed=data["seed"],
+        )
+
+
+def _people():
+    return get_user_model().objects.filter(is_active=True).order_by("username")
+
+
+class StudySetupForm(SampleRuleForm):
+    name = forms.CharField(max_length=200)
+    slug = forms.SlugField(
+        max_length=100, help_text="The study's address: /studies/SLUG/ (letters, digits, -)."
+    )
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    codebook_version = forms.ModelChoiceField(
+        queryset=CodebookVersion.objects.none(), label="Codebook version", empty_label=None
+    )
+    k = forms.IntegerField(min_value=1, max_value=20, initial=2, label="Annotators per item (k)")
+    overlap = forms.IntegerField(
+        min_value=0,
+        max_value=100,
+        initial=100,
+        label="Overlap (%)",
+        help_text="The share of items coded by k annotators; the rest by one.",
+    )
+    blind = forms.BooleanField(required=False, initial=True, label="Blind labeling")
+    resolution_rule = forms.ChoiceField(
+        choices=Study.ResolutionRule.choices,
+        initial=Study.ResolutionRule.ADJUDICATION,
+        label="Resolution",
+    )
+    pilot_size = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="Pilot round: items",
+        help_text="The first items drawn; empty: no pilot round. The main round takes the rest.",
+    )
+    annotators = forms.ModelMultipleChoiceField(queryset=_people(), required=False)
+    managers = forms.ModelMultipleChoiceField(
+        queryset=_people(), required=False, help_text="You manage the study in any case."
+    )
+    adjudicators = forms.ModelMultipleChoiceField(queryset=_people(), required=False)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["codebook_version"].queryset = (
+            CodebookVersion.objects.filter(status=CodebookVersion.Status.PUBLISHED)
+            .select_related("codebook")
+            .order_by("codebook__name", "-published_at")
+        )
+        for role in ("annotators", "managers", "adjudicators"):
+            self.fields[role].queryset = _people()
+            self.fields[role].widget.attrs["size"] = 6
+
+    def clean_slug(self) -> str:
+        slug = self.cleaned_data["slug"]
+        if Study.objects.filter(slug=slug).exists():
+            raise forms.ValidationError("A study with this slug exists already.")
+        return slug
+
+    def clean(self) -> dict:
+        data = super().clean()
+        k = data.get("k")
+        if k is not None:
+            if data.get("resolution_rule") == Study.ResolutionRule.MAJORITY and k < 3:
+                self.add_error("resolution_rule", "A majority decides only with k of 3 or more.")
+            if data.get("overlap") is not None and data["overlap"] < 100 and k < 2:
+                self.add_error("overlap", "An overlap below 100 % needs k of 2 or more.")
+            annotators = data.get("annotators")
+            if annotators and len(annotators) < k:
+                self.add_error(
+                    "annotators",
+                    f"k = {k} needs at least {k} annotators; {len(annotators)} chosen.",
+                )
+        return data
+
+    def rounds(self) -> list[RoundPlan]:
+        pilot = self.cleaned_data.get("pilot_size")
+        main = [RoundPlan("Main", kind=Round.Kind.MAIN)]
+        return [RoundPlan("Pilot", kind=Round.Kind.PILOT, size=pilot), *main] if pilot else main
+
+    def setup_arguments(self, *, creator) -> dict:
+        data = self.cleaned_data
+        managers = list(data["managers"])
+        if creator.pk not in {user.pk for user in managers}:
+            managers.append(creator)
+        return {
+            "slug": data["slug"],
+            "name": data["name"],
+            "description": data["description"],
+            "codebook_version": data["codebook_version"],
+            "rule": self.rule(),
+            "rounds": self.rounds(),
+            "k": data["k"],
+            "overlap": data["overlap"] / 100,
+            "blind": data["blind"],
+            "resolution_rule": data["resolution_rule"],
+            "annotators": list(data["annotators"]),
+            "managers": managers,
+            "adjudicators": list(data["adjudicators"]),
+        }
+
+
+# The members page (/studies/{slug}/members/)
+
+
+class MemberAddForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=Membership.Role.choices, initial=Membership.Role.ANNOTATOR)
+
+    def clean_username(self):
+        username = self.cleaned_data["username"].strip()
+        user = get_user_model().objects.filter(username=username, is_active=True).first()
+        if user is None:
+            raise forms.ValidationError(f"No active user is called {username!r}.")
+        return user

@@ -1,10 +1,13 @@
 from django.urls import path
 
-from web.views import agreement, codebooks, resolution, sources, studies
+from web.views import agreement, codebooks, resolution, setup, sources, studies
 
 urlpatterns = [
     path("", studies.home, name="home"),
+    path("studies/new/", setup.study_new, name="study_new"),
+    path("studies/new/preview/", setup.study_new_preview, name="study_new_preview"),
     path("studies/<slug:slug>/", studies.study_overview, name="study_overview"),
+    path("studies/<slug:slug>/members/", setup.study_members, name="study_members"),
     path("studies/<slug:slug>/queue/", studies.queue, name="queue"),
     path("studies/<slug:slug>/next/", studies.next_item, name="next_item"),
     path("studies/<slug:slug>/items/<int:item_id>/", studies.label_item, name="label_item"),

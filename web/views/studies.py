@@ -11,14 +11,24 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from common.exceptions import ApplicationError, ConflictError
 from labeling.access import (
+    MANAGER,
     assignment_get_for_annotator,
     item_can_discuss,
     study_can_label,
     study_can_see_agreement,
     study_get_visible_to,
+    study_roles,
+    user_can_create_study,
 )
 from labeling.agreement_report import (
     study_round_statuses,
+)
+from labeling.dashboard import (
+    FUNNEL_STEPS,
+    study_annotator_progress,
+    study_changed_upstream,
+    study_funnel,
+    study_round_progress,
 )
 from labeling.disagreements import discussion_of, item_gold_list
 from labeling.models import Assignment, Study, StudyItem
@@ -37,6 +47,7 @@ from taxonomy.selectors import (
 )
 from web.forms import answers_from_form, int_or_none
 from web.panels import dimension_rows
+from web.sampling_words import sampling_in_words
 
 
 def study_or_404(request: HttpRequest, slug: str) -> tuple[Study, set[str]]:
@@ -57,22 +68,48 @@ def _assignment_or_404(request: HttpRequest, study: Study, item_id: int) -> Assi
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "web/home.html", {"studies": study_list_for_user(user=request.user)})
+    studies = [
+        {
+            "study": study,
+            "can_label": study_can_label(roles=study_roles(study=study, user=request.user)),
+        }
+        for study in study_list_for_user(user=request.user)
+    ]
+    context = {"studies": studies, "can_create": user_can_create_study(user=request.user)}
+    return render(request, "web/home.html", context)
 
 
 @login_required
 def study_overview(request: HttpRequest, slug: str) -> HttpResponse:
     study, roles = study_or_404(request, slug)
     oversees = study_can_see_agreement(roles=roles)
+    is_annotator = study_can_label(roles=roles)
     context = {
         "study": study,
         "roles": sorted(roles),
         "oversees": oversees,
-        "round_statuses": study_round_statuses(study=study) if oversees else [],
+        "manages": MANAGER in roles,
+        "is_annotator": is_annotator,
         "counts": study_overview_counts(study=study),
-        "is_annotator": study_can_label(roles=roles),
-        "progress": queue_progress(study=study, user=request.user),
+        "progress": queue_progress(study=study, user=request.user) if is_annotator else None,
     }
+    if oversees:
+        # The dashboard: for those who run the study. Annotators keep to their own queue.
+        rounds = study_round_progress(study=study)
+        statuses = {status.round.name: status for status in study_round_statuses(study=study)}
+        for round_ in rounds:
+            round_["status"] = statuses.get(round_["name"])
+            round_["percent"] = (
+                round(100 * round_["labeled"] / round_["n_items"]) if round_["n_items"] else 0
+            )
+        context |= {
+            "funnel": study_funnel(study=study),
+            "funnel_steps": FUNNEL_STEPS,
+            "annotator_progress": study_annotator_progress(study=study),
+            "round_progress": rounds,
+            "changed_upstream": study_changed_upstream(study=study),
+            "sampling_words": sampling_in_words(study.sampling),
+        }
     return render(request, "web/study_overview.html", context)
 
 
@@ -83,6 +120,7 @@ def queue(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "study": study,
         "oversees": study_can_see_agreement(roles=roles),
+        "manages": MANAGER in roles,
         "assignments": queue_for_annotator(
             study=study, user=request.user, status_filter=status_filter
         ),
@@ -95,7 +133,10 @@ def queue(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def next_item(request: HttpRequest, slug: str) -> HttpResponse:
-    study, _ = study_or_404(request, slug)
+    study, roles = study_or_404(request, slug)
+    if not study_can_label(roles=roles):
+        messages.info(request, "You do not label in this study: only its annotators get items.")
+        return redirect("study_overview", slug=study.slug)
     assignment = item_next_for_annotator(study=study, user=request.user)
     if assignment is None:
         messages.info(request, "Nothing left to label in this study. Thank you!")
