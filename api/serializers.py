@@ -105,6 +105,17 @@ class StudySerializer(serializers.ModelSerializer):
         ]  # fmt: skip
 
 
+class StudyDetailSerializer(StudySerializer):
+    """A study with how it was set up: `sampling` holds the selection, the sampling rule, the
+    seed, the rounds and the counts per repository (labeling.services.setup.sampling_record)."""
+
+    class Meta(StudySerializer.Meta):
+        fields = [
+            *StudySerializer.Meta.fields, "overlap", "preassign", "resolution_rule",
+            "required_dimensions", "sampling",
+        ]  # fmt: skip
+
+
 class AgreementQuerySerializer(serializers.Serializer):
     dimension = serializers.ListField(child=serializers.SlugField(), required=False)
     round = serializers.CharField(required=False, max_length=100)

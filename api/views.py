@@ -11,6 +11,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from api.assignments import AssignmentSerializer, assignments_visible_to
+from api.filters import IssueFilter
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember
 from api.resolutions import StudyResolutionActions
 from api.serializers import (
@@ -19,8 +20,10 @@ from api.serializers import (
     CodebookVersionDetailSerializer,
     IssueDetailSerializer,
     IssueSerializer,
+    StudyDetailSerializer,
     StudySerializer,
 )
+from api.setup import StudySetupActions
 from corpus.models import Issue
 from labeling.access import (
     codebook_list_visible_to,
@@ -71,7 +74,7 @@ class IssueViewSet(viewsets.ReadOnlyModelViewSet):
     """Issues of the corpus: all for a superuser; else those of the studies the user manages or
     adjudicates, and those assigned to them (labeling.access.issue_list_visible_to)."""
 
-    filterset_fields = ["repository__owner", "repository__name", "state", "is_pull_request"]
+    filterset_class = IssueFilter
     queryset = Issue.objects.none()  # for the schema; requests use get_queryset
 
     def get_serializer_class(self):
@@ -86,9 +89,10 @@ class IssueViewSet(viewsets.ReadOnlyModelViewSet):
         return issues.order_by("repository_id", "number")
 
 
-class StudyViewSet(StudyResolutionActions, viewsets.ReadOnlyModelViewSet):
+class StudyViewSet(StudySetupActions, StudyResolutionActions, viewsets.ReadOnlyModelViewSet):
     """Studies the user is a member of (all for a superuser), with their agreement report, the
-    next item to label and the resolution routes (api.resolutions)."""
+    next item to label, the setup routes (api.setup: create, preview, dashboard, members) and
+    the resolution routes (api.resolutions)."""
 
     serializer_class = StudySerializer
     permission_classes = [IsAuthenticated, IsStudyMember]
@@ -100,6 +104,9 @@ class StudyViewSet(StudyResolutionActions, viewsets.ReadOnlyModelViewSet):
         if getattr(self, "swagger_fake_view", False):
             return Study.objects.none()
         return study_list_for_user(user=self.request.user).prefetch_related("rounds")
+
+    def get_serializer_class(self):
+        return StudyDetailSerializer if self.action == "retrieve" else StudySerializer
 
     @extend_schema(
         parameters=[AgreementQuerySerializer],

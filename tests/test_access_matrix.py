@@ -305,6 +305,57 @@ CASES = [
         {**NOBODY, "annotator": 403},
         method="post",
     ),
+    # Setting studies up. Nobody here holds the add-study permission: only the superuser may
+    # create (an empty body reaches validation: 400) or preview.
+    api(
+        "create a study",
+        "/api/studies/",
+        only(400, "superuser", rest=403),
+        method="post",
+    ),
+    api(
+        "sample preview",
+        "/api/studies/preview/",
+        only(200, "superuser", rest=403),
+        method="post",
+        data={"selection": {}},
+    ),
+    api("dashboard", "/api/studies/demo/dashboard/", {**demo(200), "annotator": 403}),
+    api(
+        "other study's dashboard",
+        "/api/studies/other/dashboard/",
+        {**only(200, "other_manager", "superuser"), "other_annotator": 403},
+    ),
+    api(
+        "members",
+        "/api/studies/demo/members/",
+        {**only(200, "manager", "superuser"), "annotator": 403, "adjudicator": 403},
+    ),
+    api(
+        "members: add",
+        "/api/studies/demo/members/",
+        {**only(201, "manager", "superuser"), "annotator": 403, "adjudicator": 403},
+        method="post",
+        data={"username": "adjudicator", "role": "adjudicator"},  # already one: no change
+    ),
+    api(
+        "members: remove the last manager",
+        "/api/studies/demo/members/manager/manager/",
+        {**only(400, "manager", "superuser"), "annotator": 403, "adjudicator": 403},
+        method="delete",
+    ),
+    api(
+        "members: reassign to no one known",
+        "/api/studies/demo/members/annotator1/reassign/",
+        {**only(400, "manager", "superuser"), "annotator": 403, "adjudicator": 403},
+        method="post",
+        data={"to": "nobody"},
+    ),
+    api(
+        "other study's members",
+        "/api/studies/other/members/",
+        {**only(200, "other_manager", "superuser"), "other_annotator": 403},
+    ),
 ]
 
 
