@@ -137,7 +137,9 @@ class SampleRuleForm(forms.Form):
         label="N",
         help_text="Random and in proportion: N in all; per repository: N of each.",
     )
-    seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, initial=DEFAULT_SEED)
+    seed = forms.IntegerField(
+        min_value=0, max_value=MAX_SEED, initial=DEFAULT_SEED, help_text="7 by default."
+    )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -194,7 +196,12 @@ class StudySetupForm(SampleRuleForm):
         label="Overlap (%)",
         help_text="The share of items coded by k annotators; the rest by one.",
     )
-    blind = forms.BooleanField(required=False, initial=True, label="Blind labeling")
+    blind = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Blind labeling",
+        help_text="Annotators see only their own labels.",
+    )
     resolution_rule = forms.ChoiceField(
         choices=Study.ResolutionRule.choices,
         initial=Study.ResolutionRule.ADJUDICATION,

@@ -65,7 +65,9 @@ def rounds_in_words(rounds: list[dict]) -> str:
         taken = "the rest" if plan.get("size") is None else f"the next {plan['size']}"
         if not parts and plan.get("size") is not None:
             taken = f"the first {plan['size']}"
-        parts.append(f"{plan['name']} ({plan.get('kind', 'main')}) takes {taken}")
+        kind = plan.get("kind", "main")
+        name = plan["name"] if plan["name"].lower() == kind else f"{plan['name']} ({kind})"
+        parts.append(f"{name} takes {taken}")
     return "; ".join(parts)
 
 

@@ -58,6 +58,8 @@ def _preview_rows(preview: SamplePreview | None, repositories: list[str]) -> lis
     return [
         {
             "system": name,
+            "owner": name.partition("/")[0],
+            "name": name.partition("/")[2],
             "candidates": preview.candidates.get(name, 0),
             "sampled": preview.sampled.get(name, 0),
         }
