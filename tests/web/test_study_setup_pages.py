@@ -12,7 +12,7 @@ from corpus.selectors import IssueSelection
 from labeling.models import Assignment, Membership, Study
 from labeling.services.annotations import DimensionAnswer, assignment_save
 from labeling.services.setup import SamplingRule, study_sample_preview, study_setup
-from labeling.services.studies import study_create
+from labeling.services.studies import study_create, study_member_add
 
 PASSWORD = "a-long-test-password"
 CLOSED_WITH_FIX = IssueSelection(state="closed", has_fix=True)
@@ -510,3 +510,29 @@ def test_next_item_sends_a_non_annotator_to_the_overview(client, setup_study, pe
     response = login(client, people["manager"]).get("/studies/fixes/next/", follow=True)
     assert response.redirect_chain[-1][0] == "/studies/fixes/"
     assert "only its annotators get items" in response.content.decode()
+
+
+def test_managers_and_adjudicators_are_removed_but_never_the_last_manager(
+    client, setup_study, people, make_user
+):
+    second_manager = make_user("manager2")
+    study_member_add(study=setup_study, user=second_manager, role="manager")
+    login(client, people["manager"])
+    url = "/studies/fixes/members/"
+    for member, role in ((people["adjudicator"], "adjudicator"), (second_manager, "manager")):
+        response = client.post(url, {"action": "remove_role", "role": role, "member": member.pk})
+        assert response.status_code == 302
+        assert not Membership.objects.filter(study=setup_study, user=member, role=role).exists()
+    response = client.post(
+        url,
+        {"action": "remove_role", "role": "manager", "member": people["manager"].pk},
+        follow=True,
+    )
+    assert "A study keeps at least one manager." in response.content.decode()
+    assert Membership.objects.filter(study=setup_study, role="manager").count() == 1
+    for bad in (
+        {"role": "annotator", "member": people["annotator1"].pk},
+        {"role": "manager", "member": "x"},
+    ):
+        response = client.post(url, {"action": "remove_role", **bad}, follow=True)
+        assert "Choose a manager or an adjudicator" in response.content.decode()

@@ -26,7 +26,7 @@ from labeling.services.setup import (
     study_sample_preview,
     study_setup,
 )
-from labeling.services.studies import study_member_add
+from labeling.services.studies import study_member_add, study_member_remove
 from web.forms import DEFAULT_SEED, MemberAddForm, SampleRuleForm, StudySetupForm
 from web.views.studies import study_or_404
 
@@ -142,6 +142,9 @@ def study_members(request: HttpRequest, slug: str) -> HttpResponse:
             elif action in ("remove", "reassign"):
                 _annotator_change(request, study, action)
                 return redirect("study_members", slug=study.slug)
+            elif action == "remove_role":
+                _role_remove(request, study)
+                return redirect("study_members", slug=study.slug)
             else:
                 messages.error(request, "Unknown action.")
         except ApplicationError as error:
@@ -182,6 +185,25 @@ def _member_add(request: HttpRequest, study: Study, form: MemberAddForm) -> None
     else:
         study_member_add(study=study, user=user, role=role)
         messages.success(request, f"{user.get_username()} joined as {role}.")
+
+
+def _role_remove(request: HttpRequest, study: Study) -> None:
+    role = request.POST.get("role", "")
+    if role not in (Membership.Role.MANAGER, Membership.Role.ADJUDICATOR):
+        raise ApplicationError("Choose a manager or an adjudicator of this study.")
+    membership = (
+        Membership.objects.filter(
+            study=study,
+            role=role,
+            user_id=int(member) if (member := request.POST.get("member", "")).isdigit() else None,
+        )
+        .select_related("user")
+        .first()
+    )
+    if membership is None:
+        raise ApplicationError("Choose a manager or an adjudicator of this study.")
+    study_member_remove(study=study, user=membership.user, role=role)
+    messages.success(request, f"{membership.user.get_username()} is no longer {role}.")
 
 
 def _annotator_change(request: HttpRequest, study: Study, action: str) -> None:
