@@ -137,7 +137,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
-        "IssueStateEnum": "labeling.models.Issue.State",
+        "IssueStateEnum": "corpus.models.Issue.State",
         "StudyStatusEnum": "labeling.models.Study.Status",
         "CodebookVersionStatusEnum": "taxonomy.models.CodebookVersion.Status",
     },
@@ -217,6 +217,6 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "SyncRunStatusEnum": "ingest.models.SyncRun.Status",
     "SyncRunTriggerEnum": "ingest.models.SyncRun.Trigger",
     # Their neighbours of the same field name, which would otherwise get hashed names.
-    "IssueStateEnum": "labeling.models.Issue.State",
+    "IssueStateEnum": "corpus.models.Issue.State",
     "CodebookVersionStatusEnum": "taxonomy.models.CodebookVersion.Status",
 }
