@@ -16,8 +16,8 @@ from ingest.dispatch import sync_request
 from ingest.follows import study_follow_create
 from ingest.models import Source, StudyFollow, SyncRun
 from ingest.selectors import runs_latest, source_list, sync_run_list
-from ingest.sources import source_create
-from labeling.access import study_get_visible_to
+from ingest.sources import source_create, source_delete
+from labeling.access import study_get_visible_to, study_list_visible_to
 
 
 class SyncRunSerializer(serializers.ModelSerializer):
@@ -97,15 +97,19 @@ class SourceViewSet(
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     mixins.CreateModelMixin,
+    mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    """GitHub sources of the corpus, each with its latest sync run."""
+    """GitHub sources of the corpus, each with its latest sync run. Deleting a source removes
+    its runs and the studies' follows of it; its issues stay in the corpus."""
 
     permission_classes = [IsAuthenticated, CanManageSources]
     serializer_class = SourceSerializer
 
     def get_queryset(self):
-        return source_list()
+        user = self.request.user
+        # A follow names its study: shown only to those who may see that study.
+        return source_list(visible_studies=study_list_visible_to(user=user))
 
     def _context_with_runs(self, sources: list[Source]) -> dict:
         return {**self.get_serializer_context(), "latest_runs": runs_latest(sources=sources)}
@@ -127,6 +131,11 @@ class SourceViewSet(
         source = self.get_queryset().get(pk=created.pk)
         data = SourceSerializer(source, context=self._context_with_runs([source])).data
         return Response(data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, *args, **kwargs):
+        source_delete(source=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=None, responses={202: SyncRunSerializer})
     @action(detail=True, methods=["post"])

@@ -8,15 +8,24 @@ from django.db.models import Count, Max, OuterRef, Prefetch, Q, QuerySet, Subque
 from django.utils import timezone
 
 from ingest.models import Source, StudyFollow, SyncRun
+from labeling.models import Study
 
 
-def source_list() -> QuerySet[Source]:
+def source_list(*, visible_studies: QuerySet[Study] | None = None) -> QuerySet[Source]:
     """Sources with their repository, followers and the id of their latest run, in a fixed
-    number of queries whatever the number of sources and runs (use with `runs_latest`)."""
+    number of queries whatever the number of sources and runs (use with `runs_latest`).
+
+    `visible_studies`: the studies whose follows may be shown (from
+    `labeling.access.study_list_visible_to`), so that a manager of one study does not learn the
+    names of the others; None shows every follow (the caller decided the user sees all).
+    """
     latest_run = SyncRun.objects.filter(source=OuterRef("pk")).order_by("-queued_at", "-id")
+    follows = StudyFollow.objects.select_related("study")
+    if visible_studies is not None:
+        follows = follows.filter(study__in=visible_studies.values("pk"))
     return (
         Source.objects.select_related("repository")
-        .prefetch_related(Prefetch("follows", queryset=StudyFollow.objects.select_related("study")))
+        .prefetch_related(Prefetch("follows", queryset=follows))
         .annotate(latest_run_id=Subquery(latest_run.values("id")[:1]))
         .order_by("repository__owner", "repository__name", "id")
     )

@@ -10,13 +10,13 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from common.exceptions import ApplicationError
+from common.exceptions import ApplicationError, ConflictError
 from common.services import model_update
 from common.text import repository_full_name_parse
 from corpus.models import Issue, Repository
 from corpus.selectors import issues_of_repository
 from corpus.services import repository_for_name
-from ingest.models import MAX_INTERVAL_MINUTES, MIN_INTERVAL_MINUTES, Source
+from ingest.models import MAX_INTERVAL_MINUTES, MIN_INTERVAL_MINUTES, Source, SyncRun
 
 MAX_LABELS = 20
 MAX_LABEL_LENGTH = 50  # GitHub's own limit on label names
@@ -156,6 +156,28 @@ def source_get_or_create(
     if since is not None:
         source, _ = model_update(instance=source, fields=["since"], data={"since": since})
     return source, False
+
+
+@transaction.atomic
+def source_delete(*, source: Source) -> None:
+    """Remove a source with its sync runs and the studies' follows of it. The issues it brought
+    stay in the corpus (they belong to the repository, and studies may hold them).
+
+    A run that is executing now (running, its lease held) is waited for: deleting under it would
+    turn its next page into an error. Holds the source's row lock, as a sync request does.
+    """
+    locked = Source.objects.select_for_update().filter(pk=source.pk).first()
+    if locked is None:
+        return
+    executing = locked.runs.filter(
+        status=SyncRun.Status.RUNNING, lease_expires_at__gt=timezone.now()
+    ).exists()
+    if executing:
+        raise ConflictError(
+            f"A sync of {locked} is running; remove the source when it has stopped.",
+            {"source": locked.pk},
+        )
+    locked.delete()
 
 
 def source_update(*, source: Source, data: dict) -> Source:

@@ -89,6 +89,19 @@ def github_client() -> GitHubClient:
     )
 
 
+def repository_missing_upstream(*, source: Source) -> bool:
+    """Whether GitHub answers that the source's repository does not exist (or is not visible to
+    the token). Other errors are not an answer, so they count as not missing."""
+    with github_client() as client:
+        try:
+            client.repository(source.repository.owner, source.repository.name)
+        except NotFound:
+            return True
+        except GitHubError:
+            return False
+    return False
+
+
 def sync_run_execute(*, run_id: int, worker: str, reconcile: bool | None = None) -> SyncOutcome:
     """Claim the run and sync its source until done, a rate limit or an error.
 

@@ -9,7 +9,6 @@ this module never imports a sender; the tasks send their own messages with
 
 import logging
 from datetime import timedelta
-from functools import partial
 
 from celery import shared_task
 from django.conf import settings
@@ -63,6 +62,13 @@ def sync_source(self, source_id: int, run_id: int | None = None) -> dict:
     except TransientGitHubError as error:
         if self.request.retries >= self.max_retries:
             sync_run_fail(run_id=run_id, error=f"GitHub kept failing: {error}")
+            raise
+        if self.request.is_eager:
+            # Inline (the embedded default) runs in a web request's on_commit hook: Celery's
+            # retry there raises into the request at once, without waiting. The client already
+            # retried twice, so the run fails with the reason and "Sync now" tries again later.
+            sync_run_fail(run_id=run_id, error=f"GitHub could not be reached: {error}")
+            return {"run_id": run_id, "status": SyncRun.Status.FAILED}
         raise
     if outcome.status == SyncRun.Status.QUEUED:
         # Paused after its time budget: the rest goes to the back of the queue.
@@ -98,10 +104,13 @@ def sync_source_enqueue(run: SyncRun) -> None:
     `robust`: a broker that is down must not turn a committed request into an error page; the
     run stays queued, its lease runs out, and the next request or beat tick queues it again.
     """
-    send = partial(
-        sync_source.apply_async,
-        args=[run.source_id, run.id],
-        task_id=run.task_id,
-        queue=settings.INGEST_QUEUE,
-    )
-    transaction.on_commit(send, robust=True)
+    source_id, run_id, task_id = run.source_id, run.id, run.task_id
+
+    # A function, not a functools.partial: Django names a failing robust hook by its
+    # __qualname__, which a partial lacks, so the log line itself would raise into the request.
+    def send_sync_source() -> None:
+        sync_source.apply_async(
+            args=[source_id, run_id], task_id=task_id, queue=settings.INGEST_QUEUE
+        )
+
+    transaction.on_commit(send_sync_source, robust=True)

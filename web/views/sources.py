@@ -22,7 +22,7 @@ from ingest.selectors import (
     sync_run_list,
 )
 from ingest.sources import source_create
-from labeling.access import user_can_manage_sources
+from labeling.access import study_list_visible_to, user_can_manage_sources
 
 RECENT_RUNS = 15
 
@@ -76,7 +76,8 @@ def sources(request: HttpRequest) -> HttpResponse:
 
 
 def _page(request: HttpRequest, form: SourceForm, *, status: int = 200) -> HttpResponse:
-    listed = list(source_list())
+    # A follow names its study: shown only to those who may see that study.
+    listed = list(source_list(visible_studies=study_list_visible_to(user=request.user)))
     latest = runs_latest(sources=listed)
     rows = [{"source": source, "run": latest.get(source.pk)} for source in listed]
     context = {"rows": rows, "form": form, "recent_runs": list(sync_run_list()[:RECENT_RUNS])}

@@ -8,8 +8,13 @@ from common.text import iso_time_parse
 from ingest.dispatch import sync_request
 from ingest.models import SyncRun
 from ingest.runs import worker_name
-from ingest.sources import source_get_or_create
-from ingest.sync import SKIPPED, SyncOutcome, sync_run_to_completion
+from ingest.sources import source_delete, source_get_or_create
+from ingest.sync import (
+    SKIPPED,
+    SyncOutcome,
+    repository_missing_upstream,
+    sync_run_to_completion,
+)
 
 
 def iso_time(text: str) -> datetime:
@@ -85,7 +90,12 @@ class Command(BaseCommand):
             f"stored; {run.requests_used} GitHub requests."
         )
         if run.status != SyncRun.Status.DONE:
-            raise CommandError(run.error or f"The sync ended as {run.status}.")
+            error = run.error or f"The sync ended as {run.status}."
+            if created and repository_missing_upstream(source=source):
+                # A mistyped name must not leave behind a source that fails every interval.
+                source_delete(source=source)
+                error = f"{error} The source {source} was not kept."
+            raise CommandError(error)
 
     def _report_wait(self, outcome: SyncOutcome) -> None:
         assert outcome.wait_until is not None
