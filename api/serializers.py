@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
 from corpus.models import Issue, IssueComment, LinkedFix
+from corpus.records import is_http_url
 from labeling.models import Round, Study
 from taxonomy.models import Category, Codebook, CodebookVersion, Dimension
 
@@ -47,12 +48,18 @@ class CodebookSerializer(serializers.ModelSerializer):
 
 
 class LinkedFixSerializer(serializers.ModelSerializer):
+    # Rows imported before the import refused other schemes may hold a javascript: URL.
+    url = serializers.SerializerMethodField()
+
     class Meta:
         model = LinkedFix
         fields = [
             "kind", "ref", "url", "merged_at", "files_changed", "additions", "deletions",
             "evidence",
         ]  # fmt: skip
+
+    def get_url(self, fix: LinkedFix) -> str:
+        return fix.url if is_http_url(fix.url) else ""
 
 
 class IssueSerializer(serializers.ModelSerializer):

@@ -16,8 +16,8 @@ The rules:
   PostgreSQL would: an issue number is 1 to 2^31-1, a comments count and a fix's sizes 0 to
   2^31-1 (integer), GitHub ids 1 to 2^63-1 (bigint). true and 3.0 are not integers.
 * Text: what a cut would turn into something else (owner, name, login, a fix's ref and url) is
-  refused when longer than its column; free text is cut (title 10,000, state_reason 30,
-  evidence 200 characters).
+  refused when longer than its column, and a fix's url that is not http(s) is refused (pages
+  link it); free text is cut (title 10,000, state_reason 30, evidence 200 characters).
 * Labels: a list of names or of label objects with a name; anything else (``"labels": "bug"``)
   is refused rather than read as the labels b, u and g.
 * Duplicates inside one issue object: two comments with one id, or two fixes with one kind and
@@ -188,6 +188,10 @@ def fix_record_parse(obj: Any, *, place: str = "linked fix") -> FixRecord:
     url = _text(obj.get("url"), f"{place}.url")
     if len(url) > FIX_URL_MAX_LENGTH:
         raise RecordError(f"{place}.url is longer than {FIX_URL_MAX_LENGTH} characters")
+    if url and not is_http_url(url):
+        # Refused, not dropped, like every other field at fault: pages link the URL, and a
+        # javascript: or data: one would run in the reader's session.
+        raise RecordError(f"{place}.url must be an http or https URL, not {_shown(url)}")
 
     def size(key: str) -> int | None:
         return _integer(
@@ -206,6 +210,18 @@ def fix_record_parse(obj: Any, *, place: str = "linked fix") -> FixRecord:
             :FIX_EVIDENCE_MAX_LENGTH
         ],
     )
+
+
+def is_http_url(url: Any) -> bool:
+    """Whether a URL is one that pages may link: http(s) with a host. Pages and the API check
+    stored URLs with it too, since rows imported before the check may hold another scheme."""
+    if not isinstance(url, str) or url != url.strip():
+        return False
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.scheme.lower() in {"http", "https"} and bool(parts.netloc)
 
 
 def repository_in_api_url(url: Any) -> tuple[str, str] | None:

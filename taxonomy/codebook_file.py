@@ -1,7 +1,14 @@
 """The codebook file (JSON, or YAML of the same shape): parsing with errors that name the place,
 and the normalised form that the services store and export.
 
-No Django here: a file in, plain data out.
+No database here: a file in, plain data out. The only Django it touches is the models' column
+lengths, so that a name too long for its column is an error with its place on SQLite (which
+would store it whole) as on PostgreSQL (which would crash), not a difference between them.
+
+A file is untrusted input, so its size and shape are bounded before anything is stored: at most
+MAX_FILE_BYTES, nested at most MAX_NESTING levels, categories at most CATEGORY_MAX_DEPTH levels
+deep, and no YAML aliases (a few hundred bytes of nested aliases expand to gigabytes: "billion
+laughs"). A codebook needs none of these.
 """
 
 import hashlib
@@ -12,8 +19,12 @@ from typing import Any
 
 import yaml
 
+from taxonomy.models import Category, Codebook, CodebookVersion, Dimension
+
 KEY_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_\-]*$")
-MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_FILE_BYTES = 2 * 1024 * 1024  # the starter codebook is about 60 KB
+MAX_NESTING = 64  # lists and objects inside each other, the whole file
+CATEGORY_MAX_DEPTH = 20  # a category and its ancestors
 
 TOP_FIELDS: dict[str, type | tuple[type, ...]] = {
     "name": str,
@@ -103,28 +114,124 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return seen
 
 
+class _SafeLoaderWithoutAliases(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing aliases: each one copies its anchor's whole subtree, so
+    nested aliases grow exponentially (a 700-byte file became 80 MB of stored metadata)."""
+
+    nesting = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise CodebookFileError(
+                [
+                    f"line {event.start_mark.line + 1}: YAML aliases (*{event.anchor}) are not "
+                    "allowed in a codebook file; write the value out"
+                ]
+            )
+        # The composer recurses once a level: stop before Python's stack does.
+        if self.nesting >= MAX_NESTING:
+            raise CodebookFileError(
+                [f"line {event.start_mark.line + 1}: nested deeper than {MAX_NESTING} levels"]
+            )
+        self.nesting += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.nesting -= 1
+
+
+_JSON_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _json_too_deep(content: str) -> str | None:
+    """Where JSON text first nests deeper than MAX_NESTING ("line L, column C"), or None.
+
+    Python's json module recurses once a level, so the nesting is measured on the text first.
+    """
+    depth = 0
+    for match in _JSON_STRING_OR_BRACKET.finditer(content):
+        piece = match.group()
+        if piece in ("[", "{"):
+            depth += 1
+            if depth > MAX_NESTING:
+                line = content.count("\n", 0, match.start()) + 1
+                column = match.start() - content.rfind("\n", 0, match.start())
+                return f"line {line}, column {column}"
+        elif piece in ("]", "}"):
+            depth -= 1
+    return None
+
+
 def codebook_file_read(content: bytes | str, *, filename: str = "") -> dict[str, Any]:
     """Decode a codebook file's bytes into a dict (JSON, or YAML when the name says so)."""
+    too_large = CodebookFileError([f"file is larger than {MAX_FILE_BYTES} bytes"])
     if isinstance(content, bytes):
         if len(content) > MAX_FILE_BYTES:
-            raise CodebookFileError([f"file is larger than {MAX_FILE_BYTES} bytes"])
+            raise too_large
         try:
             content = content.decode("utf-8-sig")
         except UnicodeDecodeError as error:
             raise CodebookFileError([f"file is not UTF-8 ({error})"]) from error
+    elif len(content.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
+        raise too_large
     content = content.replace("\x00", "")
+    is_yaml = filename.endswith((".yaml", ".yml"))
+    if not is_yaml and (place := _json_too_deep(content)) is not None:
+        raise CodebookFileError([f"{place}: nested deeper than {MAX_NESTING} levels"])
     try:
-        if filename.endswith((".yaml", ".yml")):
-            data = yaml.safe_load(content)
+        if is_yaml:
+            data = yaml.load(content, Loader=_SafeLoaderWithoutAliases)  # noqa: S506 (safe)
         else:
             data = json.loads(content, object_pairs_hook=_reject_duplicate_keys)
     except (json.JSONDecodeError, yaml.YAMLError) as error:
+        raise CodebookFileError([f"not valid {'YAML' if is_yaml else 'JSON'}: {error}"]) from error
+    except RecursionError:
+        # Python's decoders recurse once a level: thousands of brackets exhaust the stack.
         raise CodebookFileError(
-            [f"not valid {'YAML' if filename.endswith(('.yaml', '.yml')) else 'JSON'}: {error}"]
-        ) from error
+            [f"the file nests lists and objects deeper than {MAX_NESTING} levels"]
+        ) from None
     if not isinstance(data, dict):
         raise CodebookFileError(["the file must hold one object with name and dimensions"])
     return data
+
+
+def _too_deep_place(data: Any) -> str | None:
+    """The place of the first value nested deeper than MAX_NESTING, or None (no recursion)."""
+    stack: list[tuple[Any, str, int]] = [(data, "codebook", 0)]
+    while stack:
+        value, place, depth = stack.pop()
+        if isinstance(value, dict):
+            children = [(child, f"{place}.{key}") for key, child in value.items()]
+        elif isinstance(value, list):
+            children = [(child, f"{place}[{index}]") for index, child in enumerate(value)]
+        else:
+            continue
+        if depth + 1 > MAX_NESTING:
+            return place
+        stack.extend((child, child_place, depth + 1) for child, child_place in children)
+    return None
+
+
+def _column_lengths() -> dict[str, int]:
+    """The longest text each column takes (the models are the one source of these limits)."""
+
+    def length(model: Any, name: str) -> int:
+        return model._meta.get_field(name).max_length
+
+    return {
+        "codebook.name": length(Codebook, "name"),
+        "codebook.version": length(CodebookVersion, "label"),
+        "dimension.key": length(Dimension, "key"),
+        "dimension.name": length(Dimension, "name"),
+        "category.key": length(Category, "key"),
+        "category.name": length(Category, "name"),
+    }
+
+
+def _check_length(value: Any, limit: int, place: str, errors: list[str]) -> None:
+    if isinstance(value, str) and len(value) > limit:
+        errors.append(f"{place}: longer than {limit} characters ({len(value)})")
 
 
 def _check_types(
@@ -155,14 +262,24 @@ def codebook_parse(data: dict[str, Any]) -> CodebookSpec:
     Raises CodebookFileError listing every problem, each with its place in the file
     (for example `dimensions[2].categories[0].children[1].key`).
     """
+    too_deep = _too_deep_place(data)
+    if too_deep is not None:
+        raise CodebookFileError([f"{too_deep}: nested deeper than {MAX_NESTING} levels"])
+    lengths = _column_lengths()
     errors: list[str] = []
     _check_types(data, TOP_FIELDS, "codebook", errors)
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         errors.append("codebook.name: missing or empty")
+    else:
+        _check_length(name.strip(), lengths["codebook.name"], "codebook.name", errors)
     version = data.get("version", "1.0")
     if isinstance(version, bool):
         errors.append("codebook.version: expected str, got bool")
+    elif isinstance(version, (str, int, float)):
+        if not str(version).strip():
+            errors.append("codebook.version: empty")
+        _check_length(str(version).strip(), lengths["codebook.version"], "codebook.version", errors)
     dimensions_data = data.get("dimensions")
     if not isinstance(dimensions_data, list) or not dimensions_data:
         if "dimensions" not in data:
@@ -186,6 +303,8 @@ def codebook_parse(data: dict[str, Any]) -> CodebookSpec:
         if not isinstance(key, str) or not KEY_PATTERN.match(key):
             errors.append(f"{place}.key: missing or not a key (lowercase letters, digits, _ and -)")
             key = f"__invalid_{index}"
+        elif len(key) > lengths["dimension.key"]:
+            _check_length(key, lengths["dimension.key"], f"{place}.key", errors)
         elif key in dimension_keys:
             errors.append(
                 f"{place}.key: duplicate dimension key {key!r} (first at {dimension_keys[key]})"
@@ -195,6 +314,8 @@ def codebook_parse(data: dict[str, Any]) -> CodebookSpec:
         dim_name = dimension_data.get("name")
         if not isinstance(dim_name, str) or not dim_name.strip():
             errors.append(f"{place}.name: missing or empty")
+        else:
+            _check_length(dim_name.strip(), lengths["dimension.name"], f"{place}.name", errors)
         description = dimension_data.get("description", "")
         dimension = DimensionSpec(
             key=key,
@@ -212,7 +333,7 @@ def codebook_parse(data: dict[str, Any]) -> CodebookSpec:
         )
         categories_data = dimension_data.get("categories", [])
         if isinstance(categories_data, list):
-            dimension.categories = _parse_categories(categories_data, place, errors)
+            dimension.categories = _parse_categories(categories_data, place, errors, lengths)
         applies_when = dimension_data.get("applies_when", {})
         if isinstance(applies_when, dict):
             dimension.applies_when = _parse_condition(applies_when, spec.dimensions, place, errors)
@@ -247,15 +368,18 @@ def _parse_condition(
 
 
 def _parse_categories(
-    categories_data: list[Any], dimension_place: str, errors: list[str]
+    categories_data: list[Any], dimension_place: str, errors: list[str], lengths: dict[str, int]
 ) -> list[CategorySpec]:
     """Flatten the category tree (nested `children`, or flat entries naming a `parent`)."""
     categories: list[CategorySpec] = []
     places: dict[str, str] = {}
 
-    def visit(items: list[Any], place_prefix: str, parent_key: str | None) -> None:
+    def visit(items: list[Any], place_prefix: str, parent_key: str | None, depth: int) -> None:
         for index, item in enumerate(items):
             place = f"{place_prefix}[{index}]"
+            if depth > CATEGORY_MAX_DEPTH:
+                errors.append(f"{place}: categories nest deeper than {CATEGORY_MAX_DEPTH} levels")
+                return
             if not _check_types(item, CATEGORY_FIELDS, place, errors):
                 continue
             key = item.get("key")
@@ -263,6 +387,9 @@ def _parse_categories(
                 errors.append(
                     f"{place}.key: missing or not a key (lowercase letters, digits, _ and -)"
                 )
+                continue
+            if len(key) > lengths["category.key"]:
+                _check_length(key, lengths["category.key"], f"{place}.key", errors)
                 continue
             if key in places:
                 errors.append(
@@ -273,6 +400,8 @@ def _parse_categories(
             name = item.get("name")
             if not isinstance(name, str) or not name.strip():
                 errors.append(f"{place}.name: missing or empty")
+            else:
+                _check_length(name.strip(), lengths["category.name"], f"{place}.name", errors)
             examples = item.get("examples", [])
             if isinstance(examples, list) and not all(isinstance(e, str) for e in examples):
                 errors.append(f"{place}.examples: expected a list of strings")
@@ -302,9 +431,9 @@ def _parse_categories(
             )
             children = item.get("children", [])
             if isinstance(children, list):
-                visit(children, f"{place}.children", key)
+                visit(children, f"{place}.children", key, depth + 1)
 
-    visit(categories_data, f"{dimension_place}.categories", None)
+    visit(categories_data, f"{dimension_place}.categories", None, 1)
 
     by_key = {category.key: category for category in categories}
     for category in categories:

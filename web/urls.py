@@ -1,6 +1,9 @@
-from django.urls import path
+from django.urls import path, register_converter
 
+from common.converters import IdConverter
 from web.views import agreement, codebooks, resolution, setup, sources, studies
+
+register_converter(IdConverter, "id")
 
 urlpatterns = [
     path("", studies.home, name="home"),
@@ -10,19 +13,19 @@ urlpatterns = [
     path("studies/<slug:slug>/members/", setup.study_members, name="study_members"),
     path("studies/<slug:slug>/queue/", studies.queue, name="queue"),
     path("studies/<slug:slug>/next/", studies.next_item, name="next_item"),
-    path("studies/<slug:slug>/items/<int:item_id>/", studies.label_item, name="label_item"),
+    path("studies/<slug:slug>/items/<id:item_id>/", studies.label_item, name="label_item"),
     path(
-        "studies/<slug:slug>/items/<int:item_id>/draft/",
+        "studies/<slug:slug>/items/<id:item_id>/draft/",
         studies.label_item_autosave,
         name="label_item_autosave",
     ),
     path(
-        "studies/<slug:slug>/items/<int:item_id>/resolve/",
+        "studies/<slug:slug>/items/<id:item_id>/resolve/",
         resolution.item_resolve,
         name="item_resolve",
     ),
     path(
-        "studies/<slug:slug>/items/<int:item_id>/discussion/",
+        "studies/<slug:slug>/items/<id:item_id>/discussion/",
         resolution.item_discussion,
         name="item_discussion",
     ),
@@ -30,7 +33,7 @@ urlpatterns = [
     path("studies/<slug:slug>/disagreements/", resolution.disagreements, name="disagreements"),
     path("codebooks/", codebooks.codebooks, name="codebooks"),
     path(
-        "codebooks/versions/<int:version_id>/",
+        "codebooks/versions/<id:version_id>/",
         codebooks.codebook_version,
         name="codebook_version",
     ),
