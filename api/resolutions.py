@@ -330,10 +330,15 @@ class TiebreakerSerializer(serializers.ModelSerializer):
 
 
 def _item_id(value: str) -> int:
+    """The item id of a URL; NotFound for anything that is no id a database could hold (a
+    number over 2^63 would overflow SQLite's integer)."""
     try:
-        return int(value)
+        item_id = int(value)
     except (TypeError, ValueError):
         raise NotFound("No such item.") from None
+    if not 0 < item_id < 2**63:
+        raise NotFound("No such item.")
+    return item_id
 
 
 def _item_for_resolution(study: Study, user, item_id: str) -> StudyItem:

@@ -467,3 +467,10 @@ def test_the_schema_describes_the_resolution_endpoints(api, study):
         assert path in schema["paths"], path
     decision = schema["paths"]["/api/studies/{slug}/items/{item_id}/resolutions/"]["post"]
     assert {"200", "400", "403", "404", "409"} <= set(decision["responses"])
+
+
+@pytest.mark.parametrize("route", ["resolution", "discussion"])
+def test_an_item_id_beyond_any_database_integer_is_a_404(client, study, people, route):
+    client.force_login(people["manager"])
+    response = client.get(f"/api/studies/demo/items/{2**64}/{route}/")
+    assert response.status_code == 404
