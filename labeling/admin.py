@@ -1,9 +1,13 @@
 """Admin: reading and light corrections. Every save goes through a service: studies are created
 by `create_study` (or the API) and only their descriptive fields change here; members are added
 with `study_member_add`; labels change only through the labeling services, so the annotation
-models are read-only here (their history must stay complete)."""
+models are read-only here (their history must stay complete). Nothing that holds labels or their
+history is deleted here, neither directly nor by a cascade: a study, an item, an assignment, a
+gold label, a comment, and a user who labeled (deactivate them instead)."""
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 
 from common.admin import ReadOnlyAdmin
 from common.services import model_update
@@ -11,7 +15,10 @@ from labeling.models import (
     Annotation,
     AnnotationRevision,
     Assignment,
+    DiscussionComment,
     Membership,
+    Resolution,
+    ResolutionRevision,
     Round,
     Study,
     StudyItem,
@@ -53,6 +60,9 @@ class StudyAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False  # studies are created with create_study or the API (study_create)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # it would take its items, assignments and labels with it
 
     def save_model(self, request, obj, form, change) -> None:
         stored = Study.objects.get(pk=obj.pk)
@@ -114,3 +124,55 @@ class AnnotationAdmin(ReadOnlyAdmin):
 @admin.register(AnnotationRevision)
 class AnnotationRevisionAdmin(ReadOnlyAdmin):
     list_display = ["annotation", "category_keys", "changed_by", "changed_at", "reason"]
+
+
+@admin.register(Resolution)
+class ResolutionAdmin(ReadOnlyAdmin):
+    list_display = ["item", "dimension", "method", "decided_by", "version"]
+    list_filter = ["method", "item__study"]
+
+
+@admin.register(ResolutionRevision)
+class ResolutionRevisionAdmin(ReadOnlyAdmin):
+    list_display = ["resolution", "changed_by", "changed_at"]
+
+
+@admin.register(DiscussionComment)
+class DiscussionCommentAdmin(ReadOnlyAdmin):
+    list_display = ["item", "author", "created_at"]
+
+
+User = get_user_model()
+
+
+def user_has_label_history(user) -> bool:
+    """Whether deleting the user would delete labels (their assignments cascade) or blank who
+    changed a label, decided a gold label or wrote a comment."""
+    return (
+        Assignment.objects.filter(annotator=user).exists()
+        or AnnotationRevision.objects.filter(changed_by=user).exists()
+        or Resolution.objects.filter(decided_by=user).exists()
+        or ResolutionRevision.objects.filter(changed_by=user).exists()
+        or DiscussionComment.objects.filter(author=user).exists()
+    )
+
+
+class LabelKeepingUserAdmin(UserAdmin):
+    """Django's user admin, except that users with label history are never deleted (unticking
+    "active" locks them out and keeps their work). The "delete selected" action is gone, since
+    it cannot tell such users apart."""
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        if obj is not None and user_has_label_history(obj):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+admin.site.register(User, LabelKeepingUserAdmin)

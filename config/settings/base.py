@@ -1,6 +1,7 @@
 """Settings shared by every environment. Everything that differs between machines comes from
 environment variables (see README.md, "Configuration")."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -27,6 +28,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "axes",
+    "csp",
     "common",
     "taxonomy",
     "corpus",
@@ -38,6 +41,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "common.middleware.ContentSecurityPolicyMiddleware",
+    "common.middleware.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -46,6 +51,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, so that it turns a lockout flagged by the backend into the 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -87,6 +94,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out login before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -115,10 +127,10 @@ SECURE_REFERRER_POLICY = "same-origin"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "api.authentication.TokenAuthentication",  # throttles wrong tokens; they are a 401
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.PageSizePagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -129,9 +141,49 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"user": env("API_USER_RATE", default="10000/hour")},
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.UserRateThrottle",
+        "rest_framework.throttling.AnonRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env("API_USER_RATE", default="10000/hour"),
+        "anon": env("API_ANON_RATE", default="60/minute"),
+        # Wrong tokens per client address (api.authentication): then 429 until the hour is up.
+        "failed_token": env("API_FAILED_TOKEN_RATE", default="20/hour"),
+    },
 }
+# Brute force (see README.md, "Security"): after AXES_FAILURE_LIMIT failed logins of one
+# username from one address, that pair is locked out for AXES_COOLOFF_MINUTES (a 429 page), on
+# the login page and the admin's alike. `manage.py axes_reset` unlocks everyone at once.
+AXES_ENABLED = True
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "common.middleware.lockout_response"
+# Behind a reverse proxy, the number of proxies that append to X-Forwarded-For; unset, the
+# client address is REMOTE_ADDR (never a header a client could forge).
+AXES_IPWARE_PROXY_COUNT = env.int("AXES_PROXY_COUNT", default=0) or None
+if AXES_IPWARE_PROXY_COUNT:
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+
+# Content-Security-Policy (django-csp): only our own scripts, styles, images and forms. Inline
+# style attributes stay allowed (style-src-attr): templates set a category's depth and progress
+# bar widths that way; inline <style> and any inline script are refused.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    },
+}
+
 SPECTACULAR_SETTINGS = {
     "TITLE": "IssueCoder API",
     "DESCRIPTION": "Collaborative labeling of GitHub issues for empirical studies.",

@@ -30,3 +30,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": str(Path(tempfile.gettempdir()) / f"issuecoder-test-{os.getpid()}.sqlite3")
     }
+
+# django-axes needs a request for every authenticate() call, and the suite logs in with
+# client.login() everywhere: off here, and on in tests/security with override_settings.
+AXES_ENABLED = False
+# Throttle counts in this process only, never in a Redis that outlives the run.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# The policy of every environment, plus eval for Playwright: its wait_for_function evaluates its
+# expression with eval in the page. tests/browser/test_security_headers.py uses the real policy.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        **CONTENT_SECURITY_POLICY["DIRECTIVES"],  # noqa: F405
+        "script-src": ["'self'", "'unsafe-eval'"],
+    }
+}

@@ -48,6 +48,8 @@ def test_production_starts_with_its_settings():
         REDIS_URL="redis://127.0.0.1:6379/0",
     )
     assert result.returncode == 0, result.stderr
+    # `check --deploy` has nothing to say about them: no security warning at all.
+    assert "System check identified no issues (0 silenced)." in result.stdout, result.stdout
 
 
 def test_debug_is_off_by_default():
@@ -58,3 +60,27 @@ def test_debug_is_off_by_default():
         'DEBUG = env.bool("DEBUG", default=False)'
         in (settings.BASE_DIR / "config" / "settings" / "base.py").read_text()
     )
+
+
+def test_production_shares_throttle_counts_through_redis():
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup(); from django.conf import settings; "
+            "print(settings.CACHES['default']['BACKEND'], settings.AXES_ENABLED)",
+        ],
+        cwd=settings.BASE_DIR,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "config.settings.production",
+            "SECRET_KEY": "a-real-secret-" + "q" * 40,
+            "ALLOWED_HOSTS": "example.org",
+            "REDIS_URL": "redis://127.0.0.1:6379/0",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "django.core.cache.backends.redis.RedisCache True" in result.stdout
