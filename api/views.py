@@ -30,7 +30,11 @@ from labeling.access import (
     codebook_version_list_visible_to,
     issue_list_visible_to,
 )
-from labeling.agreement_report import LabelTableFilter, study_agreement_report
+from labeling.agreement_report import (
+    LabelTableFilter,
+    agreement_query_check,
+    study_agreement_report,
+)
 from labeling.models import Study
 from labeling.selectors import study_list_for_user
 from labeling.services.studies import item_next_for_annotator
@@ -113,8 +117,9 @@ class StudyViewSet(StudySetupActions, StudyResolutionActions, viewsets.ReadOnlyM
         responses={200: OpenApiTypes.OBJECT},
         description=(
             "Agreement per dimension: percent agreement, Cohen's kappa per pair and mean (with "
-            "bootstrap 95% intervals when bootstrap > 0), Fleiss' kappa, Krippendorff's alpha, "
-            "per-category kappa. Managers and adjudicators of the study only."
+            "bootstrap 95% intervals when bootstrap > 0, at most 2000 resamples), Fleiss' kappa, "
+            "Krippendorff's alpha, per-category kappa. A dimension, round or repository the "
+            "study does not have is a 400. Managers and adjudicators of the study only."
         ),
     )
     @action(
@@ -134,15 +139,23 @@ class StudyViewSet(StudySetupActions, StudyResolutionActions, viewsets.ReadOnlyM
         )
         query.is_valid(raise_exception=True)
         params = query.validated_data
+        filters = LabelTableFilter(
+            round_name=params.get("round"),
+            repository=params.get("repository"),
+            submitted_after=params.get("submitted_after"),
+            submitted_before=params.get("submitted_before"),
+        )
+        # An unknown dimension, round or repository is a 400 naming it, not an empty report.
+        agreement_query_check(
+            study=study,
+            dimension_keys=params.get("dimension"),
+            filters=filters,
+            bootstrap=params["bootstrap"],
+        )
         report = study_agreement_report(
             study=study,
             dimension_keys=params.get("dimension"),
-            filters=LabelTableFilter(
-                round_name=params.get("round"),
-                repository=params.get("repository"),
-                submitted_after=params.get("submitted_after"),
-                submitted_before=params.get("submitted_before"),
-            ),
+            filters=filters,
             level=params.get("level"),
             weights=params.get("weights"),
             bootstrap=params["bootstrap"],

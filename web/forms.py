@@ -9,6 +9,7 @@ from django.http import QueryDict
 
 from corpus.models import Repository
 from corpus.selectors import IssueSelection, repository_names
+from labeling.agreement_report import MAX_BOOTSTRAP, PAGE_BOOTSTRAP
 from labeling.models import Membership, Round, Study
 from labeling.services.annotations import DimensionAnswer
 from labeling.services.setup import MAX_SEED, RoundPlan, SamplingRule
@@ -46,7 +47,13 @@ class AgreementFilterForm(forms.Form):
         choices=[("", "leaf categories"), ("0", "top-level categories")],
         label="Categories",
     )
-    intervals = forms.BooleanField(required=False, label="95% intervals (bootstrap, B = 1000)")
+    intervals = forms.BooleanField(required=False, label="95% intervals (bootstrap)")
+    bootstrap = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_BOOTSTRAP,
+        label=f"Resamples (B, default {PAGE_BOOTSTRAP:,})",
+    )
 
     def __init__(self, *args, study: Study, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -73,6 +80,10 @@ class AgreementFilterForm(forms.Form):
 
     def default_filters(self) -> dict:
         return {name: None for name in self.fields} | {"intervals": False}
+
+    def bootstrap_resamples(self, filters: dict) -> int:
+        """Resamples for the intervals: none without them, PAGE_BOOTSTRAP unless given."""
+        return (filters["bootstrap"] or PAGE_BOOTSTRAP) if filters["intervals"] else 0
 
 
 # Setting a study up (/studies/new/)

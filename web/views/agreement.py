@@ -1,5 +1,6 @@
 """The agreement page of a study and its downloads."""
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
@@ -35,18 +36,27 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     if not study_can_see_agreement(roles=roles):
         raise PermissionDenied("Agreement is for the study's managers and adjudicators.")
     form = AgreementFilterForm(request.GET or None, study=study)
-    filters = form.cleaned_filters() if form.is_valid() else form.default_filters()
+    status = 200
+    if form.is_bound and not form.is_valid():
+        # A filter value the study does not have (or too many resamples) is a 400 that says
+        # which, not the unfiltered report passed off as the filtered one.
+        status = 400
+        for name, errors in form.errors.items():
+            messages.error(request, f"{name}: {' '.join(errors)}")
+        filters = form.default_filters()
+    else:
+        filters = form.cleaned_filters() if form.is_bound else form.default_filters()
     report = study_agreement_report(
         study=study,
         filters=LabelTableFilter(
             round_name=filters["round"], repository=filters["repository"] or None
         ),
         level=filters["level"],
-        bootstrap=1000 if filters["intervals"] else 0,
+        bootstrap=form.bootstrap_resamples(filters),
         seed=0,
     )
     download = request.GET.get("download")
-    if download in DOWNLOADS:
+    if download in DOWNLOADS and status == 200:
         render_table, content_type, extension = DOWNLOADS[download]
         response = HttpResponse(render_table(report), content_type=f"{content_type}; charset=utf-8")
         response["Content-Disposition"] = (
@@ -84,4 +94,4 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         ),
         "query": request.GET.urlencode(),
     }
-    return render(request, "web/agreement.html", context)
+    return render(request, "web/agreement.html", context, status=status)

@@ -4,8 +4,15 @@ from datetime import UTC, datetime
 
 from django.core.management.base import BaseCommand, CommandError
 
+from common.exceptions import ApplicationError
 from common.text import iso_time_parse
-from labeling.agreement_report import LabelTableFilter, report_rows, study_agreement_report
+from labeling.agreement_report import (
+    MAX_BOOTSTRAP,
+    LabelTableFilter,
+    agreement_query_check,
+    report_rows,
+    study_agreement_report,
+)
 from labeling.models import Study
 
 
@@ -21,7 +28,12 @@ class Command(BaseCommand):
         parser.add_argument("--until", type=_moment, help="labels submitted before (ISO)")
         parser.add_argument("--level", type=int, help="roll categories up to this tree level")
         parser.add_argument("--weights", choices=["linear", "quadratic"])
-        parser.add_argument("--bootstrap", type=int, default=0, help="resamples for 95%% CIs")
+        parser.add_argument(
+            "--bootstrap",
+            type=int,
+            default=0,
+            help=f"resamples for 95%% CIs (at most {MAX_BOOTSTRAP})",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="the full report as JSON")
 
@@ -29,26 +41,32 @@ class Command(BaseCommand):
         study = Study.objects.filter(slug=options["study"]).first()
         if study is None:
             raise CommandError(f"No study {options['study']!r}.")
-        if options["bootstrap"] < 0:
-            raise CommandError("--bootstrap must be 0 or more.")
+        if not 0 <= options["bootstrap"] <= MAX_BOOTSTRAP:
+            raise CommandError(f"--bootstrap must be between 0 and {MAX_BOOTSTRAP}.")
+        filters = LabelTableFilter(
+            round_name=options["round_name"],
+            repository=options["repository"],
+            submitted_after=options["since"],
+            submitted_before=options["until"],
+        )
+        try:
+            agreement_query_check(
+                study=study,
+                dimension_keys=options["dimension"],
+                filters=filters,
+                bootstrap=options["bootstrap"],
+            )
+        except ApplicationError as error:
+            raise CommandError(error.message) from error
         report = study_agreement_report(
             study=study,
             dimension_keys=options["dimension"],
-            filters=LabelTableFilter(
-                round_name=options["round_name"],
-                repository=options["repository"],
-                submitted_after=options["since"],
-                submitted_before=options["until"],
-            ),
+            filters=filters,
             level=options["level"],
             weights=options["weights"],
             bootstrap=options["bootstrap"],
             seed=options["seed"],
         )
-        if options["dimension"]:
-            unknown = set(options["dimension"]) - report["dimensions"].keys()
-            if unknown:
-                raise CommandError(f"Unknown dimension: {', '.join(sorted(unknown))}")
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2))
             return
