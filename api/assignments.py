@@ -44,9 +44,17 @@ class AssignmentSerializer(serializers.ModelSerializer):
 class AnswerSerializer(serializers.Serializer):
     categories = serializers.ListField(child=serializers.SlugField(), max_length=100, default=list)
     unsure = serializers.BooleanField(default=False)
-    rationale = serializers.CharField(allow_blank=True, default="", max_length=20_000)
-    evidence = serializers.CharField(allow_blank=True, default="", max_length=20_000)
-    proposal = serializers.CharField(allow_blank=True, default="", max_length=200)
+    # The length limits are the service's (labeling.services.annotations.TEXT_LIMITS), the one
+    # rule for the page and the API: a longer text is a 400 naming its dimension.
+    rationale = serializers.CharField(
+        allow_blank=True, default="", help_text="at most 20,000 characters"
+    )
+    evidence = serializers.CharField(
+        allow_blank=True, default="", help_text="at most 20,000 characters"
+    )
+    proposal = serializers.CharField(
+        allow_blank=True, default="", help_text="at most 200 characters"
+    )
 
 
 class SaveSerializer(serializers.Serializer):
@@ -126,7 +134,9 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     @extend_schema(request=SaveSerializer, responses=AssignmentSerializer)
     @action(detail=True, methods=["post"])
     def submit(self, request, pk=None):
-        """Save and submit; every required dimension needs its category."""
+        """Save and submit; every required dimension needs its category. When one lacks it, the
+        labels are kept as a draft and the 400 names the missing dimensions with the new
+        `version` in its details."""
         return self._save(request, submit=True)
 
     @extend_schema(request=SkipSerializer, responses=AssignmentSerializer)

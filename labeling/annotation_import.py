@@ -41,8 +41,8 @@ class AnnotationFileError(ValueError):
 
 
 def annotation_rows_parse(content: bytes | str) -> list[AnnotationRow]:
-    """All rows of the file, or AnnotationFileError listing every bad line (line numbers count
-    the header as line 1, as a spreadsheet shows them)."""
+    """All rows of the file, or AnnotationFileError listing every bad record by the line it
+    starts on, as an editor shows it (the header is line 1)."""
     if isinstance(content, bytes):
         if len(content) > MAX_FILE_BYTES:
             raise AnnotationFileError([(0, f"file is larger than {MAX_FILE_BYTES} bytes")])
@@ -50,19 +50,34 @@ def annotation_rows_parse(content: bytes | str) -> list[AnnotationRow]:
             content = content.decode("utf-8-sig")
         except UnicodeDecodeError as error:
             raise AnnotationFileError([(0, f"file is not UTF-8 ({error})")]) from error
-    reader = csv.DictReader(io.StringIO(strip_nul(content), newline=""))
-    header = [column.strip().lower() for column in reader.fieldnames or []]
+    reader = csv.reader(io.StringIO(strip_nul(content), newline=""))
+    try:
+        header_fields = next(reader, [])
+    except csv.Error as error:
+        raise AnnotationFileError([(1, f"not a CSV header: {error}")]) from error
+    header = [column.strip().lower() for column in header_fields]
     missing = [column for column in REQUIRED_COLUMNS if column not in header]
     if missing:
         raise AnnotationFileError([(1, f"missing columns: {', '.join(missing)}")])
-    reader.fieldnames = header
     rows: list[AnnotationRow] = []
     errors: list[tuple[int, str]] = []
-    for index, record in enumerate(reader, start=2):
-        if None in record:
+    while True:
+        # A record starts on the line after the previous record's last one: a quoted field may
+        # span lines (a rationale with line breaks), so records are not lines.
+        index = reader.line_num + 1
+        try:
+            fields = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as error:
+            errors.append((index, f"not valid CSV: {error}"))
+            break  # the reader cannot find where the next record starts
+        if len(fields) > len(header):
             errors.append((index, "more fields than columns in the header"))
             continue
-        values = {key: (value or "").strip() for key, value in record.items()}
+        # A short record's missing trailing fields are empty.
+        padded = fields + [""] * (len(header) - len(fields))
+        values = {key: value.strip() for key, value in zip(header, padded, strict=True)}
         if not any(values.values()):
             continue
         try:

@@ -57,6 +57,22 @@ def queue_for_annotator(
     return assignments.order_by("item_id")
 
 
+def assignment_held_next(*, study: Study, user: AbstractBaseUser) -> Assignment | None:
+    """The annotator's own unfinished assignment to work on next (drafts, then to-do, oldest
+    item first), or None. Reads only: opening the next item by a link must not claim one."""
+    return (
+        Assignment.objects.filter(
+            item__study=study,
+            annotator=user,
+            status__in=[Assignment.Status.DRAFT, Assignment.Status.TODO],
+            # An item in resolution still waits for a tie-breaker's labels.
+            item__status__in=[StudyItem.Status.OPEN, StudyItem.Status.IN_RESOLUTION],
+        )
+        .order_by("status", "item_id")  # "draft" sorts before "todo"
+        .first()
+    )
+
+
 def queue_progress(*, study: Study, user: AbstractBaseUser) -> QueueProgress:
     counts = Assignment.objects.filter(item__study=study, annotator=user).aggregate(
         total=Count("id"),

@@ -17,16 +17,23 @@ from taxonomy.models import CodebookVersion, Dimension
 
 
 def answers_from_form(data: QueryDict, dimensions: list[Dimension]) -> dict[str, DimensionAnswer]:
+    """The answers of the labeling form. Text is taken whole (the service refuses what is too
+    long); only the line breaks a browser sends as CRLF become LF, because a textarea's
+    `maxlength` counts a line break as one character and the limit must agree with it."""
     return {
         dimension.key: DimensionAnswer(
             category_keys=[key for key in data.getlist(f"dim-{dimension.key}") if key],
             unsure=data.get(f"unsure-{dimension.key}") in ("on", "true", "1"),
-            rationale=data.get(f"rationale-{dimension.key}", ""),
-            evidence=data.get(f"evidence-{dimension.key}", ""),
-            proposal=data.get(f"proposal-{dimension.key}", ""),
+            rationale=_line_breaks(data.get(f"rationale-{dimension.key}", "")),
+            evidence=_line_breaks(data.get(f"evidence-{dimension.key}", "")),
+            proposal=_line_breaks(data.get(f"proposal-{dimension.key}", "")),
         )
         for dimension in dimensions
     }
+
+
+def _line_breaks(text: str) -> str:
+    return text.replace("\r\n", "\n")
 
 
 def int_or_none(value: str | None) -> int | None:

@@ -18,6 +18,11 @@ from labeling.services.studies import study_items_add, study_member_add
 from taxonomy.models import Category, Dimension
 
 MAX_TEXT = 20_000
+MAX_PROPOSAL = 200
+
+
+class MissingLabelsError(ApplicationError):
+    """A submit without a category on a required dimension; `extra["missing"]` names them."""
 
 
 @dataclass
@@ -41,7 +46,6 @@ def _check_can_edit(*, assignment: Assignment, user: AbstractBaseUser) -> None:
         raise ApplicationError("This item is under resolution; its labels can no longer change.")
 
 
-@transaction.atomic
 def assignment_save(
     *,
     assignment: Assignment,
@@ -55,9 +59,40 @@ def assignment_save(
 
     `answers` maps dimension keys to answers; dimensions not named keep what they had. A stale
     `expected_version` (another tab saved in between) is a ConflictError and nothing is written.
-    Submitting checks that every required single-label dimension has its one category. After
+    Text longer than its limit is refused, never cut. Submitting checks that every required
+    single-label dimension has its one category; when one lacks it, the answers are kept as a
+    draft and MissingLabelsError names what is missing (`extra`: "missing" and the new
+    "version"), so that the page and the API lose nothing the annotator chose. After
     submitting, the annotator may still revise until the item enters resolution.
     """
+    saving = {
+        "assignment": assignment,
+        "user": user,
+        "answers": answers,
+        "expected_version": expected_version,
+        "seconds_spent": seconds_spent,
+    }
+    try:
+        return _assignment_write(**saving, submit=submit)
+    except MissingLabelsError as error:
+        # The failed submit wrote nothing (its savepoint rolled back), so the version still
+        # matches. The draft is written in its own savepoint and the error raised after it:
+        # raising inside would roll the draft back too.
+        draft = _assignment_write(**saving, submit=False)
+        error.extra["version"] = draft.version
+        raise
+
+
+@transaction.atomic
+def _assignment_write(
+    *,
+    assignment: Assignment,
+    user: AbstractBaseUser,
+    answers: Mapping[str, DimensionAnswer],
+    submit: bool,
+    expected_version: int | None,
+    seconds_spent: int | None,
+) -> Assignment:
     # Only the assignment row is locked: without `of`, PostgreSQL would also lock the joined
     # study and codebook version rows, and every save of a study would wait on one lock.
     assignment = (
@@ -78,6 +113,7 @@ def assignment_save(
             f"Unknown dimension {', '.join(unknown)} for this study's codebook.",
             extra={"dimensions": unknown},
         )
+    _check_lengths(answers, dimensions)
     existing = {
         a.dimension_id: a
         for a in Annotation.objects.filter(assignment=assignment).prefetch_related("categories")
@@ -162,7 +198,7 @@ def _annotations_write(
         answer = change.answer
         new_state = (
             sorted(c.key for c in change.chosen), answer.unsure, _text(answer.rationale, MAX_TEXT),
-            _text(answer.evidence, MAX_TEXT), _text(answer.proposal, 200),
+            _text(answer.evidence, MAX_TEXT), _text(answer.proposal, MAX_PROPOSAL),
         )  # fmt: skip
         annotation = change.annotation
         if annotation is not None:
@@ -220,8 +256,37 @@ def _annotations_write(
 
 
 def _text(value: str, limit: int) -> str:
-    # NUL is the one character PostgreSQL cannot store; a pasted log may carry it.
+    # NUL is the one character PostgreSQL cannot store; a pasted log may carry it. The limit
+    # only cuts where no check ran before (a skip reason); answers are checked by _check_lengths.
     return value.replace("\x00", "")[:limit]
+
+
+TEXT_LIMITS = {"rationale": MAX_TEXT, "evidence": MAX_TEXT, "proposal": MAX_PROPOSAL}
+
+
+def _text_too_long(field_name: str, value: str) -> int | None:
+    """The length of the text when it is over its limit (as stored: without NUL), else None."""
+    length = len(value) - value.count("\x00")
+    return length if length > TEXT_LIMITS[field_name] else None
+
+
+def _check_lengths(
+    answers: Mapping[str, DimensionAnswer], dimensions: Mapping[str, Dimension]
+) -> None:
+    # Refused rather than cut: a cut rationale would be stored without anyone knowing.
+    for key, answer in answers.items():
+        for field_name in TEXT_LIMITS:
+            length = _text_too_long(field_name, getattr(answer, field_name))
+            if length is not None:
+                raise ApplicationError(
+                    f"The {field_name} of {dimensions[key].name} is {length:,} characters "
+                    f"long; the limit is {TEXT_LIMITS[field_name]:,}.",
+                    extra={
+                        "dimension": key,
+                        "field": field_name,
+                        "max_length": TEXT_LIMITS[field_name],
+                    },
+                )
 
 
 def _categories_by_dimension(
@@ -288,7 +353,7 @@ def _answers_for_submit(
         if dimension.required and not dimension.multi_label and not chosen[key]:
             missing.append(dimension.name)  # an empty multi-label answer means "none applies"
     if missing:
-        raise ApplicationError(
+        raise MissingLabelsError(
             f"Choose a category for: {', '.join(missing)}.", extra={"missing": missing}
         )
     return answers
@@ -329,14 +394,17 @@ def annotations_import(
     """Record labels made elsewhere as submitted annotations of a study.
 
     Everything is checked first; when any row is wrong, ApplicationError lists each problem with
-    its line numbers and nothing is written. Issues not yet in the study become items of its
-    current round, assigned to exactly the annotators who labeled them in the file. Unknown
-    annotators are an error unless `create_users`, which creates them as inactive accounts (they
-    cannot log in until a manager activates them).
+    its line numbers and nothing is written. The rules are the labeling page's: a required
+    single-label dimension (as the study requires it) needs its category unless it does not
+    apply given the same annotator's other answers on the issue in the file (a screened-out
+    issue needs no root cause), and text longer than its limit is refused. Issues not yet in
+    the study become items of its current round, assigned to exactly the annotators who labeled
+    them in the file. Unknown annotators are an error unless `create_users`, which creates them
+    as inactive accounts (they cannot log in until a manager activates them).
     """
     User = get_user_model()
     errors: list[tuple[int, str]] = []
-    dimensions = {d.key: d for d in Dimension.objects.filter(version_id=study.codebook_version_id)}
+    dimensions = {d.key: d for d in study_dimensions(study=study)}
     categories: dict[tuple[int, str], Category] = {
         (c.dimension_id, c.key): c
         for c in Category.objects.filter(dimension__version_id=study.codebook_version_id)
@@ -344,6 +412,13 @@ def annotations_import(
     issues = _issues_by_reference({(row.owner, row.name, row.number) for row in rows})
     users = {u.username: u for u in User.objects.filter(username__in={r.annotator for r in rows})}
     seen: dict[tuple[str, str, str], int] = {}
+    # What each annotator chose per dimension of each issue in the file: whether a dimension
+    # applies depends on the others (`Dimension.applies_given`), as when submitting.
+    chosen_in_file: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {}
+    for row in rows:
+        chosen_in_file.setdefault((row.issue_reference, row.annotator), {})[row.dimension] = (
+            row.labels
+        )
     for row in rows:
         issue = issues.get((row.owner, row.name, row.number))
         if issue is None:
@@ -363,6 +438,18 @@ def annotations_import(
                 )
             if not dimension.multi_label and len(row.labels) > 1:
                 errors.append((row.line, f"{row.dimension} takes one category"))
+            if (
+                dimension.required
+                and not dimension.multi_label
+                and not row.labels
+                and dimension.applies_given(chosen_in_file[(row.issue_reference, row.annotator)])
+            ):
+                errors.append((row.line, f"{row.dimension} is required and needs a category"))
+        length = _text_too_long("rationale", row.rationale)
+        if length is not None:
+            errors.append(
+                (row.line, f"rationale is {length:,} characters; the limit is {MAX_TEXT:,}")
+            )
         key = (row.issue_reference, row.annotator, row.dimension)
         if key in seen:
             errors.append((row.line, f"same issue, annotator and dimension as line {seen[key]}"))

@@ -13,6 +13,7 @@ from corpus.models import Issue
 from labeling.assignment import least_loaded_assignment
 from labeling.models import Assignment, Membership, Round, Study, StudyItem
 from labeling.sampling import Candidate, overlap_references
+from labeling.selectors import assignment_held_next
 from taxonomy.models import CodebookVersion
 
 User = get_user_model()
@@ -262,17 +263,7 @@ def item_next_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignme
     then to-do, oldest item first), else a newly claimed item that still needs annotators.
     None when there is nothing left. The reason for the choice is kept on the assignment.
     """
-    own = (
-        Assignment.objects.filter(
-            item__study=study,
-            annotator=user,
-            status__in=[Assignment.Status.DRAFT, Assignment.Status.TODO],
-            # An item in resolution still waits for a tie-breaker's labels.
-            item__status__in=[StudyItem.Status.OPEN, StudyItem.Status.IN_RESOLUTION],
-        )
-        .order_by("status", "item_id")  # "draft" sorts before "todo"
-        .first()
-    )
+    own = assignment_held_next(study=study, user=user)
     if own is not None:
         return own
     if study.status != Study.Status.ACTIVE:

@@ -80,6 +80,52 @@ def test_bad_labels_are_a_400_and_nothing_changes(study, as_user):
         f"/api/assignments/{assignment['id']}/submit/", {"answers": {}}, format="json"
     )
     assert incomplete.status_code == 400
+    assert Assignment.objects.get(pk=assignment["id"]).status != "submitted"
+
+
+def test_submit_with_a_missing_dimension_keeps_a_draft_and_answers_the_new_version(study, as_user):
+    client = as_user("annotator1")
+    assignment = client.post("/api/studies/demo/next/").json()
+    answers = {key: value for key, value in FULL_ANSWERS.items() if key != "fix_pattern"}
+    response = client.post(
+        f"/api/assignments/{assignment['id']}/submit/",
+        {"version": assignment["version"], "answers": answers},
+        format="json",
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid" and "Fix pattern" in error["message"]
+    assert error["details"]["missing"] == ["Fix pattern"]
+    kept = client.get(f"/api/assignments/{assignment['id']}/").json()
+    assert kept["status"] == "draft"
+    assert error["details"]["version"] == kept["version"] == assignment["version"] + 1
+    labels = {a["dimension"]: a["categories"] for a in kept["annotations"]}
+    assert labels["root_cause"] == ["api_misuse"]
+    # With the new version and the missing dimension, the submit goes through.
+    done = client.post(
+        f"/api/assignments/{assignment['id']}/submit/",
+        {"version": error["details"]["version"], "answers": FULL_ANSWERS},
+        format="json",
+    )
+    assert done.status_code == 200 and done.json()["status"] == "submitted"
+
+
+def test_over_long_text_is_a_400_naming_the_dimension(study, as_user):
+    client = as_user("annotator1")
+    assignment = client.post("/api/studies/demo/next/").json()
+    response = client.post(
+        f"/api/assignments/{assignment['id']}/draft/",
+        {"answers": {"fix_pattern": {"evidence": "x" * 20_001}}},
+        format="json",
+    )
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["message"].startswith("The evidence of Fix pattern is 20,001 characters long")
+    assert error["details"] == {
+        "dimension": "fix_pattern",
+        "field": "evidence",
+        "max_length": 20_000,
+    }
     assert Assignment.objects.get(pk=assignment["id"]).status == "todo"
 
 

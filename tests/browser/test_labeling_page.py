@@ -24,7 +24,9 @@ def chosen(username: str) -> dict[str, list[str]]:
 
 
 def open_next(page, live_server) -> str:
-    page.goto(f"{live_server.url}/studies/demo/next/")
+    """Press "Label next item" on the queue (a POST: claiming is never a GET); the item's URL."""
+    page.goto(f"{live_server.url}/studies/demo/queue/")
+    page.get_by_role("button", name="Label next item").click()
     page.wait_for_url(re.compile(r"/studies/demo/items/\d+/$"))
     return page.url
 

@@ -29,7 +29,8 @@ def one_item_study(codebook_version, sample_issues, people):
 
 def label_with_keyboard(page, live_server, root_cause_key: str) -> str:
     """Screening Include, symptom Crash, root cause the n-th, then the required rest; submit."""
-    page.goto(f"{live_server.url}/studies/demo/next/")
+    page.goto(f"{live_server.url}/studies/demo/queue/")
+    page.get_by_role("button", name="Label next item").click()  # a POST: claiming is never a GET
     page.wait_for_url(re.compile(r"/studies/demo/items/\d+/$"))
     item_url = page.url
     # screening, symptom, root cause, fix pattern, debugging practice, then three dimensions on

@@ -82,7 +82,7 @@ def test_manager_sets_up_a_stratified_study_with_a_pilot(
         re.compile(r"Stratified, 2 per repository, seed 7, of closed issues with a linked fix")
     ).is_visible()
     assert page.get_by_role("heading", name="Progress per annotator").is_visible()
-    assert page.get_by_role("link", name="Label next item").count() == 0
+    assert page.get_by_role("button", name="Label next item").count() == 0
     shoot(page, "study-overview")
 
     study = Study.objects.get(slug="fixes")

@@ -29,7 +29,7 @@ def test_annotator_logs_in_labels_an_issue_and_it_is_stored(client, study, peopl
     )
     assert login.status_code == 200 and b"Demo" in login.content
 
-    next_response = client.get("/studies/demo/next/")
+    next_response = client.post("/studies/demo/next/")
     assert next_response.status_code == 302
     item_url = next_response.url
     form = label_form(client, item_url)
@@ -53,7 +53,8 @@ def test_annotator_logs_in_labels_an_issue_and_it_is_stored(client, study, peopl
         },
     )
     assert response.status_code == 302, response.content.decode()[:2000]
-    assert response.url == "/studies/demo/next/"
+    # Submitting opens the next item: the submit's POST claims it, never a GET.
+    assert re.fullmatch(r"/studies/demo/items/\d+/", response.url) and response.url != item_url
 
     assignment = Assignment.objects.get(annotator=people["annotator1"], status="submitted")
     assert assignment.seconds_spent == 42
@@ -62,13 +63,13 @@ def test_annotator_logs_in_labels_an_issue_and_it_is_stored(client, study, peopl
     assert root_cause.unsure and root_cause.rationale == "wrong call into the optimizer"
     assert AnnotationRevision.objects.filter(annotation=root_cause).count() == 1
     # The next item is a different one.
-    assert client.get("/studies/demo/next/").url != item_url
+    assert client.post("/studies/demo/next/").url != item_url
 
 
 def test_submit_without_required_dimensions_is_refused_and_nothing_is_submitted(
     annotator_client, people
 ):
-    item_url = annotator_client.get("/studies/demo/next/").url
+    item_url = annotator_client.post("/studies/demo/next/").url
     form = label_form(annotator_client, item_url)
     response = annotator_client.post(
         item_url, {"version": form["version"], "action": "submit", "dim-symptom": "crash"}
@@ -79,7 +80,7 @@ def test_submit_without_required_dimensions_is_refused_and_nothing_is_submitted(
 
 
 def test_draft_is_kept_and_reloaded(annotator_client, people):
-    item_url = annotator_client.get("/studies/demo/next/").url
+    item_url = annotator_client.post("/studies/demo/next/").url
     form = label_form(annotator_client, item_url)
     response = annotator_client.post(
         item_url, {"version": form["version"], "action": "draft", "dim-symptom": "crash"}
@@ -89,11 +90,11 @@ def test_draft_is_kept_and_reloaded(annotator_client, people):
     assert re.search(r'value="crash"[^>]*checked', html)
     assert Assignment.objects.get(annotator=people["annotator1"], status="draft")
     # The next item is the draft until it is finished.
-    assert annotator_client.get("/studies/demo/next/").url == item_url
+    assert annotator_client.post("/studies/demo/next/").url == item_url
 
 
 def test_stale_version_from_another_tab_is_refused(annotator_client, people):
-    item_url = annotator_client.get("/studies/demo/next/").url
+    item_url = annotator_client.post("/studies/demo/next/").url
     form = label_form(annotator_client, item_url)
     annotator_client.post(item_url, {"version": form["version"], "dim-symptom": "crash"})
     stale = annotator_client.post(item_url, {"version": form["version"], "dim-symptom": "hang"})
@@ -103,7 +104,7 @@ def test_stale_version_from_another_tab_is_refused(annotator_client, people):
 
 
 def test_skip_needs_a_reason(annotator_client, people):
-    item_url = annotator_client.get("/studies/demo/next/").url
+    item_url = annotator_client.post("/studies/demo/next/").url
     form = label_form(annotator_client, item_url)
     refused = annotator_client.post(item_url, {"version": form["version"], "action": "skip"})
     assert refused.status_code == 400
@@ -119,7 +120,7 @@ def test_annotator_cannot_open_an_item_that_is_not_theirs(client, study, people,
 
     study_member_add(study=study, user=other, role="annotator")
     client.login(username="annotator1", password=PASSWORD)
-    item_url = client.get("/studies/demo/next/").url
+    item_url = client.post("/studies/demo/next/").url
     client.logout()
     client.login(username="annotator3", password=PASSWORD)
     assert client.get(item_url).status_code == 404
@@ -134,7 +135,7 @@ def test_outsider_cannot_see_the_study(client, study, people):
 
 
 def test_queue_shows_progress_and_filters(annotator_client, people):
-    item_url = annotator_client.get("/studies/demo/next/").url
+    item_url = annotator_client.post("/studies/demo/next/").url
     form = label_form(annotator_client, item_url)
     annotator_client.post(item_url, {"version": form["version"], "dim-symptom": "crash"})
     page = annotator_client.get("/studies/demo/queue/?status=drafts").content.decode()
@@ -145,7 +146,7 @@ def test_queue_shows_progress_and_filters(annotator_client, people):
 def test_labeling_page_queries_do_not_grow_with_comments(
     annotator_client, django_assert_max_num_queries
 ):
-    item_url = annotator_client.get("/studies/demo/next/").url
+    item_url = annotator_client.post("/studies/demo/next/").url
     # The first view renders each dimension's category tree once (one query each) and caches it.
     annotator_client.get(item_url)
     with django_assert_max_num_queries(11):

@@ -34,6 +34,7 @@ from labeling.disagreements import discussion_of, item_gold_list
 from labeling.models import Assignment, Study, StudyItem
 from labeling.selectors import (
     QUEUE_FILTERS,
+    assignment_held_next,
     labeling_page,
     queue_for_annotator,
     queue_progress,
@@ -132,16 +133,48 @@ def queue(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def next_item(request: HttpRequest, slug: str) -> HttpResponse:
+    """GET opens an item the annotator already holds, else shows the button that claims one;
+    claiming is a POST, so that no link on another site can make someone claim an item."""
     study, roles = study_or_404(request, slug)
     if not study_can_label(roles=roles):
         messages.info(request, "You do not label in this study: only its annotators get items.")
         return redirect("study_overview", slug=study.slug)
+    if request.method == "POST":
+        return _open_next(request, study)
+    held = assignment_held_next(study=study, user=request.user)
+    if held is not None:
+        return redirect("label_item", slug=study.slug, item_id=held.item_id)
+    context = {"study": study, "oversees": study_can_see_agreement(roles=roles)}
+    return render(request, "web/next_item.html", context)
+
+
+def _open_next(request: HttpRequest, study: Study) -> HttpResponse:
+    """Claim the next item (only in a POST) and open it."""
     assignment = item_next_for_annotator(study=study, user=request.user)
     if assignment is None:
         messages.info(request, "Nothing left to label in this study. Thank you!")
         return redirect("queue", slug=study.slug)
     return redirect("label_item", slug=study.slug, item_id=assignment.item_id)
+
+
+LABEL_ACTIONS = ("draft", "submit", "skip")
+
+
+def _form_count(data, name: str) -> int | None:
+    """A whole number of the form, as the API reads it: absent is None, anything else not a
+    count is an error (a version that is not a number must not skip the version check)."""
+    value = data.get(name, "")
+    if value == "":
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise ApplicationError(f"The form's {name} is not a whole number; reload the page.")
+    return number
 
 
 @login_required
@@ -151,18 +184,10 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     assignment = _assignment_or_404(request, study, item_id)
     status = 200
     if request.method == "POST":
-        action = request.POST.get("action", "draft")
-        answers = answers_from_form(
-            request.POST, dimensions_of_version(version=study.codebook_version)
-        )
-        saving = {
-            "assignment": assignment,
-            "user": request.user,
-            "answers": answers,
-            "expected_version": int_or_none(request.POST.get("version")),
-            "seconds_spent": int_or_none(request.POST.get("seconds_spent")),
-        }
+        action = request.POST.get("action") or "draft"  # Enter in a text field sends no button
         try:
+            if action not in LABEL_ACTIONS:
+                raise ApplicationError(f"Unknown action {action[:40]!r}; reload the page.")
             if action == "skip":
                 assignment_skip(
                     assignment=assignment,
@@ -170,22 +195,24 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
                     reason=request.POST.get("skip_reason", ""),
                 )
                 messages.info(request, "Skipped.")
-                return redirect("next_item", slug=study.slug)
+                return _open_next(request, study)
+            assignment_save(
+                assignment=assignment,
+                user=request.user,
+                answers=answers_from_form(
+                    request.POST, dimensions_of_version(version=study.codebook_version)
+                ),
+                submit=action == "submit",
+                expected_version=_form_count(request.POST, "version"),
+                seconds_spent=_form_count(request.POST, "seconds_spent"),
+            )
             if action == "submit":
-                try:
-                    assignment_save(**saving, submit=True)
-                except ApplicationError as error:
-                    if isinstance(error, ConflictError):
-                        raise
-                    # Keep what was chosen as a draft, so that fixing the form loses nothing.
-                    assignment_save(**saving, submit=False)
-                    raise
                 messages.success(request, f"Submitted {assignment.item.issue}.")
-                return redirect("next_item", slug=study.slug)
-            assignment_save(**saving, submit=False)
+                return _open_next(request, study)
             messages.success(request, "Draft saved.")
             return redirect("label_item", slug=study.slug, item_id=item_id)
         except ApplicationError as error:
+            # A submit that lacks a category kept the choices as a draft (the service's rule).
             messages.error(request, error.message)
             status = 409 if isinstance(error, ConflictError) else 400
         assignment = _assignment_or_404(request, study, item_id)
