@@ -18,6 +18,7 @@ CHROMIUM_FLAGS = [
     "--no-first-run",
 ]
 PASSWORD = "a-long-test-password"
+AUTOSAVE_DELAY_MS = 800  # web/static/web/labeling.js, saveSoon
 
 # Playwright's sync API runs an event loop in this thread; the ORM calls the tests make between
 # browser steps are ordinary synchronous calls all the same.
@@ -61,8 +62,13 @@ def new_page(browser, live_server):
         return page
 
     yield open_page
-    # Let background saves finish before the database is emptied for the next test.
+    # Let background saves finish before the database is emptied for the next test: a labeling
+    # page sends its draft 800 ms after the last change, later than "network idle" (500 ms
+    # without requests) can see, and a save still running while the tables are truncated
+    # deadlocks on PostgreSQL.
     for context in contexts:
         for page in context.pages:
+            if "/items/" in page.url:
+                page.wait_for_timeout(AUTOSAVE_DELAY_MS + 200)
             page.wait_for_load_state("networkidle")
         context.close()
