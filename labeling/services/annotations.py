@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
+from common.text import strip_nul
 from corpus.models import Issue
 from labeling.annotation_import import AnnotationRow
 from labeling.models import Annotation, AnnotationRevision, Assignment, Membership, Study, StudyItem
@@ -18,6 +19,7 @@ from labeling.services.studies import study_items_add, study_member_add
 from taxonomy.models import Category, Dimension
 
 MAX_TEXT = 20_000
+MAX_SKIP_REASON = 2_000
 MAX_PROPOSAL = 200
 
 
@@ -256,8 +258,8 @@ def _annotations_write(
 
 
 def _text(value: str, limit: int) -> str:
-    # NUL is the one character PostgreSQL cannot store; a pasted log may carry it. The limit
-    # only cuts where no check ran before (a skip reason); answers are checked by _check_lengths.
+    # NUL is the one character PostgreSQL cannot store; a pasted log may carry it. Lengths are
+    # checked before (_check_lengths); the limit here never cuts what was checked.
     return value.replace("\x00", "")[:limit]
 
 
@@ -367,13 +369,19 @@ def assignment_skip(*, assignment: Assignment, user: AbstractBaseUser, reason: s
         .get(pk=assignment.pk)
     )
     _check_can_edit(assignment=assignment, user=user)
-    reason = _text(reason, 2000).strip()
+    reason = strip_nul(reason or "").strip()
     if not reason:
         raise ApplicationError("Say why you skip this item.")
+    if len(reason) > MAX_SKIP_REASON:
+        # Refused, not cut: the page and the API answer alike, and nobody loses words silently.
+        raise ApplicationError(
+            f"A reason for skipping has at most {MAX_SKIP_REASON} characters ({len(reason)}).",
+            extra={"field": "skip_reason", "max_length": MAX_SKIP_REASON},
+        )
     if assignment.status == Assignment.Status.SUBMITTED:
         raise ApplicationError("A submitted item cannot be skipped; revise its labels instead.")
     assignment.status = Assignment.Status.SKIPPED
-    assignment.skip_reason = reason[:2000]
+    assignment.skip_reason = reason
     assignment.version += 1
     assignment.save(update_fields=["status", "skip_reason", "version"])
     return assignment

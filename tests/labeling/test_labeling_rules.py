@@ -296,3 +296,20 @@ def test_submit_opens_the_next_item_directly(client, unassigned_study, people):
     assert re.fullmatch(r"/studies/open/items/\d+/", response.url)
     assert response.url != item_url
     assert Assignment.objects.filter(status="todo").count() == 1
+
+
+def test_a_skip_reason_over_its_limit_is_refused_not_cut(study, people):
+    from labeling.services.annotations import MAX_SKIP_REASON, assignment_skip
+    from labeling.services.studies import item_next_for_annotator
+
+    assignment = item_next_for_annotator(study=study, user=people["annotator1"])
+    with pytest.raises(ApplicationError, match="at most 2000 characters"):
+        assignment_skip(
+            assignment=assignment, user=people["annotator1"], reason="x" * (MAX_SKIP_REASON + 1)
+        )
+    assignment.refresh_from_db()
+    assert assignment.status != "skipped"
+    skipped = assignment_skip(
+        assignment=assignment, user=people["annotator1"], reason="y" * MAX_SKIP_REASON
+    )
+    assert skipped.skip_reason == "y" * MAX_SKIP_REASON
