@@ -133,6 +133,23 @@ def test_a_source_is_not_deleted_under_a_running_sync(users, db):
     assert Source.objects.filter(pk=source.pk).exists()
 
 
+def test_the_sources_page_removes_a_source_and_keeps_its_issues(users, followed, sample_issues):
+    stored = Issue.objects.filter(repository=followed.repository).count()
+    annotator, manager = Client(), Client()
+    annotator.force_login(users["annotator1"])
+    manager.force_login(users["manager"])
+    form = {"action": "remove", "source": followed.pk}
+
+    assert annotator.post("/sources/", form).status_code == 403
+    response = manager.post("/sources/", form, follow=True)
+
+    assert response.status_code == 200
+    assert "its issues stay in the corpus" in response.content.decode()
+    assert not Source.objects.exists()
+    assert Issue.objects.filter(repository=followed.repository).count() == stored
+    assert manager.post("/sources/", form).status_code == 404
+
+
 # ----------------------------------------------------------------------------- item 4c
 
 

@@ -21,7 +21,7 @@ from ingest.selectors import (
     sync_run_get,
     sync_run_list,
 )
-from ingest.sources import source_create
+from ingest.sources import source_create, source_delete
 from labeling.access import study_list_visible_to, user_can_manage_sources
 
 RECENT_RUNS = 15
@@ -62,7 +62,8 @@ def _check_manager(request: HttpRequest) -> None:
 @login_required
 def sources(request: HttpRequest) -> HttpResponse:
     """GET: the page, or with `?run=ID` (htmx) one run's progress. POST: add a source
-    (`action=create`) or start a sync (`action=sync`, `source=ID`)."""
+    (`action=create`), start a sync (`action=sync`, `source=ID`) or remove a source
+    (`action=remove`, `source=ID`; its issues stay)."""
     _check_manager(request)
     if request.method == "POST":
         return _sources_post(request)
@@ -107,5 +108,18 @@ def _sources_post(request: HttpRequest) -> HttpResponse:
             run = sync_run_get(run_id=run.pk)
             return render(request, "web/_sync_run.html", {"run": run, "source_id": source.pk})
         messages.success(request, f"Sync of {source} requested.")
+        return redirect("sources")
+    if action == "remove":
+        source_id = request.POST.get("source", "")
+        source = Source.objects.filter(pk=source_id).first() if source_id.isdigit() else None
+        if source is None:
+            raise Http404("No such source.")
+        name = str(source)
+        try:
+            source_delete(source=source)
+        except ApplicationError as error:
+            messages.error(request, error.message)
+            return redirect("sources")
+        messages.success(request, f"Removed the source {name}; its issues stay in the corpus.")
         return redirect("sources")
     return HttpResponse("Unknown action.", status=400)
