@@ -12,6 +12,15 @@ def codebook_list() -> QuerySet[Codebook]:
     return Codebook.objects.prefetch_related("versions").order_by("name")
 
 
+def codebook_version_list_published() -> QuerySet[CodebookVersion]:
+    """The versions a study may pin (published ones never change), by codebook, newest first."""
+    return (
+        CodebookVersion.objects.filter(status=CodebookVersion.Status.PUBLISHED)
+        .select_related("codebook")
+        .order_by("codebook__name", "-published_at")
+    )
+
+
 def codebook_version_get(*, name: str, label: str | None = None) -> CodebookVersion:
     """A version by label, or else the newest published version (the newest draft if none is)."""
     versions = CodebookVersion.objects.select_related("codebook").filter(codebook__name=name)

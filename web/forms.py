@@ -14,6 +14,7 @@ from labeling.models import Membership, Round, Study
 from labeling.services.annotations import DimensionAnswer
 from labeling.services.setup import MAX_SEED, RoundPlan, SamplingRule
 from taxonomy.models import CodebookVersion, Dimension
+from taxonomy.selectors import codebook_version_list_published
 
 
 def answers_from_form(data: QueryDict, dimensions: list[Dimension]) -> dict[str, DimensionAnswer]:
@@ -239,11 +240,7 @@ class StudySetupForm(SampleRuleForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["codebook_version"].queryset = (
-            CodebookVersion.objects.filter(status=CodebookVersion.Status.PUBLISHED)
-            .select_related("codebook")
-            .order_by("codebook__name", "-published_at")
-        )
+        self.fields["codebook_version"].queryset = codebook_version_list_published()
         for role in ("annotators", "managers", "adjudicators"):
             self.fields[role].queryset = _people()
             self.fields[role].widget.attrs["size"] = 6
