@@ -128,6 +128,7 @@ CASES = [
     page("study overview", "/studies/demo/", demo(200)),
     page("queue", "/studies/demo/queue/", demo(200)),
     page("next item", "/studies/demo/next/", demo(302)),
+    page("next item claim", "/studies/demo/next/", demo(302), method="post"),
     page("labeling page", "/studies/demo/items/{demo_item_id}/", only(200, "annotator")),
     page(
         "labeling autosave",
