@@ -21,6 +21,7 @@ from labeling.models import (
     StudyItem,
 )
 from labeling.resolution_rules import (
+    DimensionOutcome,
     DimensionState,
     annotator_answers,
     conflict_label,
@@ -93,6 +94,24 @@ def items_majority_decides(*, study: Study, item_ids: list[int]) -> set[int]:
         Assignment.objects.filter(
             item_id__in=item_ids, is_tiebreaker=True, status=Assignment.Status.SUBMITTED
         ).values_list("item_id", flat=True)
+    )
+
+
+def item_outcomes_for(
+    *,
+    item: StudyItem,
+    dimensions: list[Dimension],
+    labels: dict[str, dict[str, frozenset[str]]] | None = None,
+) -> list[DimensionOutcome]:
+    """The state of each dimension of one item, from the database (see resolution_rules);
+    `labels` when the caller has read them already (`item_labels`)."""
+    if labels is None:
+        labels = item_labels(item_ids=[item.id]).get(item.id, {})
+    return item_outcomes(
+        dimensions=dimensions,
+        labels=labels,
+        gold=item_gold(item_ids=[item.id]).get(item.id, {}),
+        majority_decides=bool(items_majority_decides(study=item.study, item_ids=[item.id])),
     )
 
 
@@ -275,13 +294,7 @@ def item_resolution_view(*, item: StudyItem) -> ItemResolutionView:
         .select_related("decided_by")
         .prefetch_related("categories", "revisions__changed_by")
     }
-    gold = item_gold(item_ids=[item.id]).get(item.id, {})
-    outcomes = item_outcomes(
-        dimensions=dimensions,
-        labels=labels,
-        gold=gold,
-        majority_decides=bool(items_majority_decides(study=study, item_ids=[item.id])),
-    )
+    outcomes = item_outcomes_for(item=item, dimensions=dimensions, labels=labels)
     categories_by_dimension: dict[int, list[Category]] = defaultdict(list)
     for category in Category.objects.filter(
         dimension__version_id=study.codebook_version_id

@@ -18,16 +18,15 @@ from labeling.access import (
     item_can_resolve,
     study_roles,
 )
-from labeling.disagreements import item_gold, item_labels, tiebreaker_candidates
+from labeling.disagreements import item_outcomes_for, tiebreaker_candidates
 from labeling.models import (
     Assignment,
     DiscussionComment,
     Resolution,
     ResolutionRevision,
-    Study,
     StudyItem,
 )
-from labeling.resolution_rules import DimensionOutcome, DimensionState, item_outcomes
+from labeling.resolution_rules import DimensionState
 from labeling.selectors import study_dimensions
 from taxonomy.models import Category, Dimension
 
@@ -42,23 +41,6 @@ AUTOMATIC_NOTES = {
     DimensionState.CONSENSUS: "all annotators chose the same",
     DimensionState.MAJORITY: "a strict majority of the annotators chose this",
 }
-
-
-def item_outcomes_for(*, item: StudyItem, dimensions: list[Dimension]) -> list[DimensionOutcome]:
-    """The state of each dimension of one item, from the database (see resolution_rules)."""
-    return item_outcomes(
-        dimensions=dimensions,
-        labels=item_labels(item_ids=[item.id]).get(item.id, {}),
-        gold=item_gold(item_ids=[item.id]).get(item.id, {}),
-        majority_decides=_majority_decides(item),
-    )
-
-
-def _majority_decides(item: StudyItem) -> bool:
-    return (
-        item.study.resolution_rule == Study.ResolutionRule.MAJORITY
-        or item.assignments.filter(is_tiebreaker=True, status=Assignment.Status.SUBMITTED).exists()
-    )
 
 
 @transaction.atomic
