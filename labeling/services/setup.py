@@ -90,7 +90,10 @@ def _drawn(rule: SamplingRule) -> tuple[list[SelectedIssue], list[Candidate]]:
 def study_sample_preview(*, rule: SamplingRule) -> SamplePreview:
     """What a rule selects and draws from the corpus now, per repository (the live count of
     the study form)."""
-    selected, drawn = _drawn(rule)
+    return _preview(*_drawn(rule))
+
+
+def _preview(selected: list[SelectedIssue], drawn: list[Candidate]) -> SamplePreview:
     candidates: dict[str, int] = {}
     for issue in selected:
         candidates[issue.repository] = candidates.get(issue.repository, 0) + 1
@@ -160,7 +163,8 @@ def study_setup(
         raise ApplicationError("An overlap below 1 needs k of 2 or more.")
     if len({plan.name.strip() for plan in rounds}) != len(rounds):
         raise ApplicationError("Rounds need different names.")
-    preview = study_sample_preview(rule=rule)
+    selected, drawn = _drawn(rule)
+    preview = _preview(selected, drawn)
     if not preview.references:
         raise ApplicationError("The selection matches no issue of the corpus.")
     study = study_create(
@@ -181,7 +185,8 @@ def study_setup(
     study.overlap = overlap
     study.description = description
     study.save(update_fields=["overlap", "description"])
-    issue_ids = _issue_ids(preview.references)
+    issue_ids = {issue.reference: issue.id for issue in selected}
+    drawn_ids = [issue_ids[candidate.reference] for candidate in drawn]
     first_round = study.rounds.get()
     study_rounds = [first_round] + [
         Round.objects.create(study=study, name=plan.name.strip(), kind=plan.kind, position=index)
@@ -191,7 +196,8 @@ def study_setup(
         [Candidate(reference, "") for reference in preview.references],
         [plan.size for plan in rounds],
     )
-    issues = Issue.objects.in_bulk(issue_ids.values())
+    # Adding items reads only these two fields; bodies stay in the database.
+    issues = Issue.objects.only("id", "is_pull_request").in_bulk(drawn_ids)
     for round, part in zip(study_rounds, parts, strict=True):
         study_items_add(
             study=study,
@@ -199,18 +205,6 @@ def study_setup(
             round=round,
         )
     return study
-
-
-def _issue_ids(references: list[str]) -> dict[str, int]:
-    wanted = set(references)
-    found = {}
-    for issue_id, owner, name, number in Issue.objects.filter(
-        repository__owner__in={r.partition("/")[0] for r in wanted},
-    ).values_list("id", "repository__owner", "repository__name", "number"):
-        reference = f"{owner}/{name}#{number}"
-        if reference in wanted:
-            found[reference] = issue_id
-    return found
 
 
 # Who labels, while the study runs
