@@ -5,12 +5,14 @@ The selection, the sampling rule and the seed are stored with the study (`Study.
 that the study page, the exports and another instance can say and redo exactly what was drawn.
 """
 
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Count
 
 from common.exceptions import ApplicationError
 from corpus.models import Issue
@@ -245,14 +247,8 @@ def study_workload_rebalance(*, study: Study) -> int:
         )
         for a in annotators
     }
-    loads = {
-        a.pk: Assignment.objects.filter(
-            item__study=study,
-            annotator=a,
-            status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT],
-        ).count()
-        for a in annotators
-    }
+    open_loads = _open_loads(study)
+    loads = {a.pk: open_loads.get(a.pk, 0) for a in annotators}
     held = {
         a.pk: set(
             Assignment.objects.filter(item__study=study, annotator=a).values_list(
@@ -281,6 +277,18 @@ def study_workload_rebalance(*, study: Study) -> int:
         moved += 1
 
 
+def _open_loads(study: Study) -> dict[int, int]:
+    """annotator id -> how many unfinished (to do, draft) assignments they hold in the study."""
+    return dict(
+        Assignment.objects.filter(
+            item__study=study, status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT]
+        )
+        .values("annotator_id")
+        .annotate(n=Count("id"))
+        .values_list("annotator_id", "n")
+    )
+
+
 @transaction.atomic
 def annotator_open_items_reassign(
     *, study: Study, annotator: AbstractBaseUser, to: AbstractBaseUser | None = None
@@ -301,25 +309,20 @@ def annotator_open_items_reassign(
         if to.pk == annotator.pk or to.pk not in {a.pk for a in others}:
             raise ApplicationError(f"{to.get_username()} is not another annotator of the study.")
         others = [to]
+    loads = _open_loads(study)
+    holders: dict[int, set[int]] = defaultdict(set)
+    for item_id, annotator_id in Assignment.objects.filter(
+        item_id__in=[a.item_id for a in unfinished]
+    ).values_list("item_id", "annotator_id"):
+        holders[item_id].add(annotator_id)
     moved = 0
     for assignment in unfinished:
-        holders = set(
-            Assignment.objects.filter(item=assignment.item).values_list("annotator_id", flat=True)
-        )
-        candidates = [a for a in others if a.pk not in holders]
+        candidates = [a for a in others if a.pk not in holders[assignment.item_id]]
         if not candidates:
             continue
-        target = min(
-            candidates,
-            key=lambda a: (
-                Assignment.objects.filter(
-                    item__study=study,
-                    annotator=a,
-                    status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT],
-                ).count(),
-                a.get_username(),
-            ),
-        )
+        target = min(candidates, key=lambda a: (loads.get(a.pk, 0), a.get_username()))
+        loads[target.pk] = loads.get(target.pk, 0) + 1
+        holders[assignment.item_id].add(target.pk)
         reason = f"reassigned from {annotator.get_username()}"
         if assignment.status == Assignment.Status.TODO and assignment.started_at is None:
             assignment.annotator = target
