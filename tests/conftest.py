@@ -17,6 +17,18 @@ from taxonomy.services import codebook_load
 CODEBOOK_FILE = Path(settings.BASE_DIR) / "taxonomy" / "data" / "llm-training-issues.json"
 SAMPLE_ISSUES_FILE = Path(settings.BASE_DIR) / "corpus" / "data" / "sample-issues.jsonl"
 IN_CI = os.environ.get("CI", "").lower() == "true"
+PASSWORD = "a-long-test-password"  # every user `make_user` makes
+# A complete submission on the starter codebook for an item screened in: every required
+# dimension answered.
+SCREENED_IN = {
+    "screening": ["include"],
+    "symptom": ["crash"],
+    "root_cause": ["api_misuse"],
+    "fix_pattern": ["fix_api_usage"],
+    "debugging_practice": ["error_message_analysis"],
+    "testing_practice": ["no_test_change"],
+    "training_stage": ["model_initialization"],
+}
 
 
 def require_service(available: bool, what: str, how: str) -> None:
@@ -54,7 +66,7 @@ def sample_issues(db):
 
 @pytest.fixture
 def make_user(db):
-    def make(username: str, password: str = "a-long-test-password", **extra):
+    def make(username: str, password: str = PASSWORD, **extra):
         return get_user_model().objects.create_user(username=username, password=password, **extra)
 
     return make

@@ -24,17 +24,7 @@ from labeling.services.resolutions import (
     resolution_decide,
 )
 from labeling.services.studies import study_create, study_member_add
-from tests.conftest import require_postgres
-
-SCREENED_IN = {
-    "screening": ["include"],
-    "symptom": ["crash"],
-    "root_cause": ["api_misuse"],
-    "fix_pattern": ["fix_api_usage"],
-    "debugging_practice": ["error_message_analysis"],
-    "testing_practice": ["no_test_change"],
-    "training_stage": ["model_initialization"],
-}
+from tests.conftest import SCREENED_IN, require_postgres
 
 
 def submit(item, user, labels=None, **changes):

@@ -10,17 +10,7 @@ from labeling.models import Assignment, DiscussionComment, Membership, Resolutio
 from labeling.services.annotations import DimensionAnswer, assignment_save
 from labeling.services.resolutions import resolution_decide
 from labeling.services.studies import study_member_add
-
-PASSWORD = "a-long-test-password"
-SCREENED_IN = {
-    "screening": ["include"],
-    "symptom": ["crash"],
-    "root_cause": ["api_misuse"],
-    "fix_pattern": ["fix_api_usage"],
-    "debugging_practice": ["error_message_analysis"],
-    "testing_practice": ["no_test_change"],
-    "training_stage": ["model_initialization"],
-}
+from tests.conftest import PASSWORD, SCREENED_IN
 
 
 def submit(item, user, rationale: str = "", **changes) -> Assignment:

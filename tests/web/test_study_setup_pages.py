@@ -13,18 +13,9 @@ from labeling.models import Assignment, Membership, Study
 from labeling.services.annotations import DimensionAnswer, assignment_save
 from labeling.services.setup import SamplingRule, study_sample_preview, study_setup
 from labeling.services.studies import study_create, study_member_add
+from tests.conftest import PASSWORD, SCREENED_IN
 
-PASSWORD = "a-long-test-password"
 CLOSED_WITH_FIX = IssueSelection(state="closed", has_fix=True)
-REQUIRED = {
-    "screening": ["include"],
-    "symptom": ["crash"],
-    "root_cause": ["api_misuse"],
-    "fix_pattern": ["fix_api_usage"],
-    "debugging_practice": ["error_message_analysis"],
-    "testing_practice": ["no_test_change"],
-    "training_stage": ["model_initialization"],
-}
 
 
 def login(client, user):
@@ -277,7 +268,7 @@ def setup_study(codebook_version, sample_issues, people):
 
 
 def submit(study, user, count=1) -> list[Assignment]:
-    answers = {key: DimensionAnswer(category_keys=keys) for key, keys in REQUIRED.items()}
+    answers = {key: DimensionAnswer(category_keys=keys) for key, keys in SCREENED_IN.items()}
     done = []
     for assignment in Assignment.objects.filter(item__study=study, annotator=user).order_by(
         "item_id"
