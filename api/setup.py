@@ -34,13 +34,12 @@ from labeling.services.setup import (
     MAX_SEED,
     RoundPlan,
     SamplingRule,
-    annotator_add,
     annotator_open_items_reassign,
-    annotator_remove,
+    study_member_join,
+    study_member_leave,
     study_sample_preview,
     study_setup,
 )
-from labeling.services.studies import study_member_add, study_member_remove
 
 PREVIEW_REFERENCES = 1000  # the drawn issues a preview lists; the totals count them all
 ROLES = "|".join(Membership.Role.values)
@@ -463,11 +462,7 @@ class StudySetupActions:
         body = MemberAddSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         user, role = body.validated_data["username"], body.validated_data["role"]
-        if role == Membership.Role.ANNOTATOR:
-            assigned = annotator_add(study=study, user=user)
-        else:
-            study_member_add(study=study, user=user, role=role)
-            assigned = None
+        assigned = study_member_join(study=study, user=user, role=role)
         added = {"username": user.get_username(), "role": role, "assigned": assigned}
         return Response(MemberAddedSerializer(added).data, status=status.HTTP_201_CREATED)
 
@@ -490,11 +485,7 @@ class StudySetupActions:
     def member(self, request, slug=None, username=None, role=None):
         study = self.get_object()
         user = _member(study, username, role)
-        if role == Membership.Role.ANNOTATOR:
-            moved = annotator_remove(study=study, user=user)
-        else:
-            study_member_remove(study=study, user=user, role=role)
-            moved = 0
+        moved = study_member_leave(study=study, user=user, role=role)
         return Response(MovedSerializer({"moved": moved}).data)
 
     @extend_schema(

@@ -24,6 +24,8 @@ from labeling.services.studies import (
     study_annotators,
     study_create,
     study_items_add,
+    study_member_add,
+    study_member_remove,
 )
 
 MAX_SEED = 2**63 - 1
@@ -210,6 +212,26 @@ def study_setup(
 
 
 # Who labels, while the study runs
+
+
+def study_member_join(*, study: Study, user: AbstractBaseUser, role: str) -> int | None:
+    """Give the user a role in the study. An annotator gets their share of the work at once
+    (`annotator_add`: how many assignments, returned); a manager or adjudicator only the role
+    (None)."""
+    if role == Membership.Role.ANNOTATOR:
+        return annotator_add(study=study, user=user)
+    study_member_add(study=study, user=user, role=role)
+    return None
+
+
+def study_member_leave(*, study: Study, user: AbstractBaseUser, role: str) -> int:
+    """Take a role away: an annotator's unfinished items go to the others and their submitted
+    labels stay (`annotator_remove`: how many items moved); a manager or adjudicator loses the
+    role, never the study's last manager (0 moved)."""
+    if role == Membership.Role.ANNOTATOR:
+        return annotator_remove(study=study, user=user)
+    study_member_remove(study=study, user=user, role=role)
+    return 0
 
 
 @transaction.atomic

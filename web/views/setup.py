@@ -20,13 +20,12 @@ from labeling.dashboard import study_annotator_progress
 from labeling.models import Membership, Study
 from labeling.services.setup import (
     SamplePreview,
-    annotator_add,
     annotator_open_items_reassign,
-    annotator_remove,
+    study_member_join,
+    study_member_leave,
     study_sample_preview,
     study_setup,
 )
-from labeling.services.studies import study_member_add, study_member_remove
 from web.forms import DEFAULT_SEED, MemberAddForm, SampleRuleForm, StudySetupForm
 from web.views.studies import study_or_404
 
@@ -175,15 +174,14 @@ def study_members(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _member_add(request: HttpRequest, study: Study, form: MemberAddForm) -> None:
     user, role = form.cleaned_data["username"], form.cleaned_data["role"]
-    if role == Membership.Role.ANNOTATOR:
-        got = annotator_add(study=study, user=user)
+    got = study_member_join(study=study, user=user, role=role)
+    if got is not None:
         if study.preassign:
             share = f"got {got} assignment{'s' if got != 1 else ''}"
         else:
             share = "will claim items as they ask for the next one"
         messages.success(request, f"{user.get_username()} joined as annotator and {share}.")
     else:
-        study_member_add(study=study, user=user, role=role)
         messages.success(request, f"{user.get_username()} joined as {role}.")
 
 
@@ -202,7 +200,7 @@ def _role_remove(request: HttpRequest, study: Study) -> None:
     )
     if membership is None:
         raise ApplicationError("Choose a manager or an adjudicator of this study.")
-    study_member_remove(study=study, user=membership.user, role=role)
+    study_member_leave(study=study, user=membership.user, role=role)
     messages.success(request, f"{membership.user.get_username()} is no longer {role}.")
 
 
@@ -218,7 +216,7 @@ def _annotator_change(request: HttpRequest, study: Study, action: str) -> None:
         raise ApplicationError("Choose an annotator of this study.")
     name = annotator.get_username()
     if action == "remove":
-        moved = annotator_remove(study=study, user=annotator)
+        moved = study_member_leave(study=study, user=annotator, role=Membership.Role.ANNOTATOR)
         messages.success(
             request,
             f"{name} no longer annotates this study: {moved} unfinished "
