@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"taxonomy"},
     {"corpus"},
     {"labeling"},
-    {"ingest"},
+    {"ingest", "exports"},
     {"api", "web"},
     {"config"},
 ]
@@ -125,7 +125,7 @@ def test_only_the_github_client_imports_pygithub():
     assert importers == ["ingest.github"]
 
 
-@pytest.mark.parametrize("app", ["common", "taxonomy", "corpus", "labeling", "ingest"])
+@pytest.mark.parametrize("app", ["common", "taxonomy", "corpus", "labeling", "ingest", "exports"])
 def test_domain_apps_never_import_drf(app):
     offenders = sorted(
         _module_name(path)

@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "corpus",
     "labeling",
     "ingest",
+    "exports",
     "api",
     "web",
 ]

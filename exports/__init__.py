@@ -1,0 +1,2 @@
+"""What a study gives back: the labeled dataset (CSV, JSONL, Parquet) and its restore, and the
+paper's tables and charts."""
