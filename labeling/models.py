@@ -155,6 +155,12 @@ class Assignment(models.Model):
     seconds_spent = models.PositiveIntegerField(default=0)
     # Bumped on every save, so that two tabs cannot overwrite each other silently.
     version = models.PositiveIntegerField(default=0)
+    # The codebook version the labels were submitted under (set on each submit). Moving the
+    # study to a new version migrates the labels but keeps this, so that agreement can be
+    # reported for each version.
+    codebook_version = models.ForeignKey(
+        CodebookVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
 
     class Meta:
         ordering = ["item", "annotator"]
@@ -180,6 +186,11 @@ class Annotation(models.Model):
     proposal = models.CharField(max_length=200, blank=True)
     version = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
+    # Set when the study moved to a codebook version that split or removed a chosen category:
+    # the old category stays chosen until the annotator re-checks the label (review_note says
+    # what happened); saving the dimension again clears it.
+    needs_review_since = models.DateTimeField(null=True, blank=True)
+    review_note = models.CharField(max_length=500, blank=True)
 
     class Meta:
         ordering = ["assignment", "dimension__position"]
@@ -240,6 +251,10 @@ class Resolution(models.Model):
     version = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # As on Annotation: a gold label whose category was split or removed by a new codebook
+    # version; a decision recorded after this time settles it.
+    needs_review_since = models.DateTimeField(null=True, blank=True)
+    review_note = models.CharField(max_length=500, blank=True)
 
     class Meta:
         ordering = ["item", "dimension__position"]
@@ -286,3 +301,67 @@ class DiscussionComment(models.Model):
 
     def __str__(self) -> str:
         return f"comment by {self.author} on item {self.item_id}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The codebook while a study runs: moving to a new version, and open coding.
+# ---------------------------------------------------------------------------------------------
+
+
+class StudyCodebookChange(models.Model):
+    """A study moved from one codebook version to another; what the move did, in counts."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="codebook_changes")
+    from_version = models.ForeignKey(CodebookVersion, on_delete=models.PROTECT, related_name="+")
+    to_version = models.ForeignKey(CodebookVersion, on_delete=models.PROTECT, related_name="+")
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_at = models.DateTimeField(auto_now_add=True)
+    # {"annotations_migrated": n, "annotations_flagged": n, "resolutions_migrated": n, ...}
+    counts = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["study", "changed_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.study} moved to {self.to_version}"
+
+
+class ProposalDecision(models.Model):
+    """What a manager made of a category proposed by annotators (open coding): the proposals of
+    one dimension with the same text (`text` is normalised: case and spaces folded) either mean
+    an existing category or became a new category of a draft version. The annotators' labels
+    are not changed by it: they chose what they chose, and a new category reaches them through
+    the next version."""
+
+    class Kind(models.TextChoices):
+        MAPPED = "mapped", "Mapped to an existing category"
+        CREATED = "created", "Created in a draft"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="proposal_decisions")
+    dimension_key = models.SlugField(max_length=100)
+    text = models.CharField(max_length=200)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    category = models.ForeignKey(
+        Category, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The category's key and version as decided, kept if a draft's category is deleted later.
+    category_key = models.SlugField(max_length=100)
+    # Discarding a draft discards what was created in it: its proposals are open again.
+    version = models.ForeignKey(CodebookVersion, on_delete=models.CASCADE, related_name="+")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["study", "dimension_key", "text"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "dimension_key", "text"], name="unique_proposal_decision"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.text!r} -> {self.category_key} ({self.kind})"

@@ -30,6 +30,11 @@ class CodebookVersion(TimestampedModel):
     description = models.TextField(blank=True)
     # Keys of the codebook file that the format does not name (item_metadata, ...), kept as given.
     metadata = models.JSONField(default=dict, blank=True)
+    # The version a draft was copied from in the editor; its categories map onto this one's
+    # (Category.derived_from and CategoryMapping), which is how a study moves between them.
+    based_on = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="derived_versions"
+    )
 
     class Meta:
         ordering = ["codebook__name", "-created_at"]
@@ -111,6 +116,11 @@ class Category(models.Model):
     deprecated = models.BooleanField(default=False)
     # Provenance of the category (source, status) and any other key of the file.
     metadata = models.JSONField(default=dict, blank=True)
+    # The category of the parent version (CodebookVersion.based_on) this row was copied from:
+    # the same category across versions, whatever its key or name became (a rename).
+    derived_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="derived"
+    )
 
     class Meta:
         ordering = ["dimension", "position"]
@@ -127,7 +137,11 @@ class Category(models.Model):
 
 
 class CategoryMapping(models.Model):
-    """How a category of one version becomes categories of a later version."""
+    """How a category of one version becomes categories of a later version (`to_version`, whose
+    `based_on` is the category's version). A category kept in the later version (the same row
+    lineage, Category.derived_from) needs no declared mapping; merges, splits and removals are
+    declared by a manager, renames are recorded when the version is published. A removal has no
+    target; a split has one row per part."""
 
     class Kind(models.TextChoices):
         RENAME = "rename", "Rename"
@@ -142,11 +156,25 @@ class CategoryMapping(models.Model):
         Category, null=True, blank=True, on_delete=models.CASCADE, related_name="mappings_in"
     )
     kind = models.CharField(max_length=10, choices=Kind.choices)
+    to_version = models.ForeignKey(
+        CodebookVersion, on_delete=models.CASCADE, related_name="mappings_in"
+    )
 
     class Meta:
+        ordering = ["to_version", "from_category__dimension__position", "from_category__position"]
         constraints = [
             models.UniqueConstraint(
                 fields=["from_category", "to_category"], name="unique_category_mapping"
+            ),
+            models.UniqueConstraint(
+                fields=["from_category", "to_version"],
+                condition=models.Q(to_category__isnull=True),
+                name="unique_category_removal",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(kind="remove", to_category__isnull=True)
+                | (~models.Q(kind="remove") & models.Q(to_category__isnull=False)),
+                name="category_mapping_target_unless_removed",
             ),
         ]
 

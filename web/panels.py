@@ -35,7 +35,13 @@ def _categories_html(dimension: Dimension, content_hash: str) -> str:
 def _with_chosen(html: str, keys: set[str]) -> SafeString:
     # Keys are slugs (checked when the codebook is loaded), so the marker is unambiguous.
     for key in keys:
-        html = html.replace(f'data-key="{key}"', f'data-key="{key}" checked', 1)
+        # A deprecated category already chosen stays choosable, so that re-saving keeps it.
+        enabled = html.replace(f'data-key="{key}" disabled', f'data-key="{key}" checked', 1)
+        html = (
+            enabled
+            if enabled != html
+            else html.replace(f'data-key="{key}"', f'data-key="{key}" checked', 1)
+        )
     return mark_safe(html)  # noqa: S308 (rendered by the template engine with escaping)
 
 

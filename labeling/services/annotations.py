@@ -36,16 +36,23 @@ class DimensionAnswer:
     proposal: str = ""
 
 
-def _check_can_edit(*, assignment: Assignment, user: AbstractBaseUser) -> None:
+def _check_can_edit(
+    *, assignment: Assignment, user: AbstractBaseUser, rechecking: bool = False
+) -> None:
     if assignment.annotator_id != user.pk:
         raise PermissionDeniedError("This item is assigned to someone else.")
     # Labels change while the item is being labeled; once it is in resolution only an assignment
-    # not yet submitted (a tie-breaker's) may still be written.
-    if (
+    # not yet submitted (a tie-breaker's) may still be written, and labels that a new codebook
+    # version flagged for re-checking (`rechecking`; only those dimensions, see below).
+    if _is_final(assignment) and not rechecking:
+        raise ApplicationError("This item is under resolution; its labels can no longer change.")
+
+
+def _is_final(assignment: Assignment) -> bool:
+    return (
         assignment.item.status != StudyItem.Status.OPEN
         and assignment.status == Assignment.Status.SUBMITTED
-    ):
-        raise ApplicationError("This item is under resolution; its labels can no longer change.")
+    )
 
 
 def assignment_save(
@@ -102,7 +109,12 @@ def _assignment_write(
         .select_related("item__study__codebook_version")
         .get(pk=assignment.pk)
     )
-    _check_can_edit(assignment=assignment, user=user)
+    existing = {
+        a.dimension_id: a
+        for a in Annotation.objects.filter(assignment=assignment).prefetch_related("categories")
+    }
+    flagged = {dimension_id for dimension_id, a in existing.items() if a.needs_review_since}
+    _check_can_edit(assignment=assignment, user=user, rechecking=bool(flagged))
     if expected_version is not None and expected_version != assignment.version:
         raise ConflictError(
             "These labels were changed in another tab or window; reload to see them.",
@@ -115,12 +127,9 @@ def _assignment_write(
             f"Unknown dimension {', '.join(unknown)} for this study's codebook.",
             extra={"dimensions": unknown},
         )
+    answers = _answers_to_recheck(answers, dimensions, flagged, final=_is_final(assignment))
     _check_lengths(answers, dimensions)
-    existing = {
-        a.dimension_id: a
-        for a in Annotation.objects.filter(assignment=assignment).prefetch_related("categories")
-    }
-    categories = _categories_by_dimension(answers, dimensions)
+    categories = _categories_by_dimension(answers, dimensions, existing)
     if submit:
         answers = _answers_for_submit(dimensions, answers, existing)
         # Dimensions cleared for submitting have no categories; the others keep theirs.
@@ -162,6 +171,10 @@ def _assignment_write(
     if submit and assignment.status != Assignment.Status.SUBMITTED:
         assignment.submitted_at = now
         fields.append("submitted_at")
+    if submit:
+        # Agreement can be reported per codebook version: the version these labels were given in.
+        assignment.codebook_version_id = assignment.item.study.codebook_version_id
+        fields.append("codebook_version")
     if seconds_spent is not None and seconds_spent > assignment.seconds_spent:
         assignment.seconds_spent = min(seconds_spent, 7 * 24 * 3600)
         fields.append("seconds_spent")
@@ -173,6 +186,29 @@ def _assignment_write(
     if submit:
         item_resolution_update(item=assignment.item)
     return assignment
+
+
+def _answers_to_recheck(
+    answers: Mapping[str, DimensionAnswer],
+    dimensions: Mapping[str, Dimension],
+    flagged: set[int],
+    *,
+    final: bool,
+) -> Mapping[str, DimensionAnswer]:
+    """The answers to write when some labels wait to be re-checked after a codebook change.
+
+    Under resolution only the flagged dimensions may change (the others are final), so the
+    rest of the answers is left out. A flagged label answered with no category keeps its old
+    category: the page cannot show a category of the earlier version, and re-checking means
+    choosing one of the current version (a submit then asks for it as usual)."""
+    if not flagged:
+        return answers
+    return {
+        key: answer
+        for key, answer in answers.items()
+        if (dimensions[key].id in flagged and answer.category_keys)
+        or (dimensions[key].id not in flagged and not final)
+    }
 
 
 @dataclass
@@ -208,7 +244,8 @@ def _annotations_write(
                 sorted(c.key for c in annotation.categories.all()), annotation.unsure,
                 annotation.rationale, annotation.evidence, annotation.proposal,
             )  # fmt: skip
-            if new_state == old_state:
+            # A flagged label re-saved as it was is re-checked all the same: write it.
+            if new_state == old_state and annotation.needs_review_since is None:
                 continue
         else:
             annotation = Annotation(assignment=assignment, dimension=change.dimension)
@@ -216,6 +253,8 @@ def _annotations_write(
         annotation.unsure, annotation.rationale = new_state[1], new_state[2]
         annotation.evidence, annotation.proposal = new_state[3], new_state[4]
         annotation.version += 1
+        # Writing the dimension again is the re-check that a codebook change asked for.
+        annotation.needs_review_since, annotation.review_note = None, ""
         changed.append((annotation, change.chosen, new_state))
     if not changed:
         return 0
@@ -227,7 +266,16 @@ def _annotations_write(
             annotation.updated_at = timezone.now()
         Annotation.objects.bulk_update(
             to_update,
-            ["unsure", "rationale", "evidence", "proposal", "version", "updated_at"],
+            [
+                "unsure",
+                "rationale",
+                "evidence",
+                "proposal",
+                "version",
+                "updated_at",
+                "needs_review_since",
+                "review_note",
+            ],
         )
     through = Annotation.categories.through
     through.objects.filter(annotation_id__in=[a.id for a in to_update]).delete()
@@ -292,7 +340,9 @@ def _check_lengths(
 
 
 def _categories_by_dimension(
-    answers: Mapping[str, DimensionAnswer], dimensions: Mapping[str, Dimension]
+    answers: Mapping[str, DimensionAnswer],
+    dimensions: Mapping[str, Dimension],
+    existing: Mapping[int, Annotation] | None = None,
 ) -> dict[str, list[Category]]:
     wanted_ids = [dimensions[key].id for key in answers]
     wanted_keys = {key for answer in answers.values() for key in answer.category_keys}
@@ -315,6 +365,17 @@ def _categories_by_dimension(
             raise ApplicationError(
                 f"{dimension.name} takes one category; {len(keys)} were given.",
                 extra={"dimension": key},
+            )
+        # A deprecated category takes no new labels; a label that already has it may keep it
+        # (re-saving an item must not force a change that nobody asked for).
+        annotation = (existing or {}).get(dimension.id)
+        held = {c.id for c in annotation.categories.all()} if annotation else set()
+        deprecated = [k for k in keys if known[k].deprecated and known[k].id not in held]
+        if deprecated:
+            raise ApplicationError(
+                f"{', '.join(deprecated)} is deprecated in this codebook version and takes no "
+                f"new labels; choose another category of {dimension.name}.",
+                extra={"dimension": key, "categories": deprecated},
             )
         chosen[key] = [known[k] for k in keys]
     return chosen
