@@ -1,4 +1,9 @@
-"""Token authentication that throttles guessing: failed tokens are counted per client address.
+"""Token authentication over personal API tokens (accounts.ApiToken), throttling guessing:
+failed tokens are counted per client address.
+
+`Authorization: Token <key>` and `Authorization: Bearer <key>` are both read. The key is looked
+up by its SHA-256 (accounts.selectors.api_token_for_key): a revoked or expired token, or one of
+an inactive user, is refused like an unknown one.
 
 DRF authenticates before it checks permissions and throttles, so a throttle class never sees a
 request with a wrong token (it is answered 401 first). The count is kept here instead, in the
@@ -6,7 +11,13 @@ cache, at the rate of DEFAULT_THROTTLE_RATES["failed_token"]; once it is reached
 from that address, right or wrong, is answered 429 until the window has passed.
 """
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, status, throttling
+
+from accounts.selectors import api_token_for_key
+from accounts.services import api_token_touch
+
+KEYWORDS = (b"token", b"bearer")
 
 
 class FailedTokenThrottle(throttling.SimpleRateThrottle):
@@ -37,21 +48,59 @@ class InvalidToken(exceptions.APIException):
     """
 
     status_code = status.HTTP_401_UNAUTHORIZED
-    default_detail = "Invalid token."
+    default_detail = "Invalid token: unknown, revoked or expired."
     default_code = "authentication_failed"
     auth_header = "Token"
 
 
-class TokenAuthentication(authentication.TokenAuthentication):
+def _key_of(parts: list[bytes]) -> str | None:
+    """The key of an `Authorization: <keyword> <key>` header split on whitespace, or None for a
+    header of another shape."""
+    if len(parts) != 2:
+        return None
+    try:
+        return parts[1].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+
+
+class TokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Token"
+
     def authenticate(self, request):
-        auth = authentication.get_authorization_header(request).split()
-        if not auth or auth[0].lower() != self.keyword.lower().encode():
+        parts = authentication.get_authorization_header(request).split()
+        if not parts or parts[0].lower() not in KEYWORDS:
             return None  # no token: nothing to count
         throttle = FailedTokenThrottle()
         if throttle.over_limit(request):
             raise exceptions.Throttled(wait=throttle.wait())
-        try:
-            return super().authenticate(request)
-        except exceptions.AuthenticationFailed as failure:
+        key = _key_of(parts)
+        token = api_token_for_key(key=key) if key else None
+        if token is None:
             throttle.record_failure()
-            raise InvalidToken(failure.detail) from failure
+            if key is None:
+                raise InvalidToken("Invalid token header: give `Token <key>` or `Bearer <key>`.")
+            raise InvalidToken()
+        api_token_touch(token=token)
+        return token.user, token
+
+    def authenticate_header(self, request) -> str:
+        return self.keyword
+
+
+class TokenScheme(OpenApiAuthenticationExtension):
+    """The schema's description of the token header (drf-spectacular)."""
+
+    target_class = TokenAuthentication
+    name = "tokenAuth"
+
+    def get_security_definition(self, auto_schema) -> dict:
+        return {
+            "type": "apiKey",
+            "in": "header",
+            "name": "Authorization",
+            "description": (
+                'A personal API token: "Token <key>" (or "Bearer <key>"). Create one on the '
+                "page /account/tokens/ or with POST /api/tokens/ in a signed-in session."
+            ),
+        }

@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 from api import views
 from api.assignments import AssignmentViewSet
 from api.sources import SourceViewSet, SyncRunViewSet
+from api.tokens import ApiTokenViewSet
 
 router = DefaultRouter()
 router.register("codebooks", views.CodebookViewSet, basename="codebook")
@@ -14,6 +15,7 @@ router.register("studies", views.StudyViewSet, basename="study")
 router.register("assignments", AssignmentViewSet, basename="assignment")
 router.register("sources", SourceViewSet, basename="source")
 router.register("sync-runs", SyncRunViewSet, basename="sync-run")
+router.register("tokens", ApiTokenViewSet, basename="api-token")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

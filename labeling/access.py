@@ -108,6 +108,12 @@ def study_can_see_agreement(*, roles: set[str]) -> bool:
     return bool(roles & OVERSEEING_ROLES)
 
 
+def study_can_export(*, roles: set[str]) -> bool:
+    """The dataset export (gold labels and, on request, every annotator's labels by name) is for
+    the study's managers: they see everything of it already."""
+    return MANAGER in roles
+
+
 def study_can_label(*, roles: set[str]) -> bool:
     """Only annotators of a study are given items to label."""
     return ANNOTATOR in roles
@@ -232,6 +238,26 @@ def codebook_version_list_visible_to(*, user: User) -> QuerySet[CodebookVersion]
 def codebook_version_get_visible_to(*, version_id: int, user: User) -> CodebookVersion | None:
     """One version, or None when there is none or the user may not read it."""
     return codebook_version_list_visible_to(user=user).filter(pk=version_id).first()
+
+
+def codebook_can_edit(*, codebook: Codebook, user: User) -> bool:
+    """Who edits a codebook (drafts, publishing, the mapping to a new version): superusers, and
+    the managers of a study that labels with one of its versions. A codebook is shared by the
+    studies that use it, so a manager of any of them may propose its next version; each study
+    moves to it only when its own managers say so (`study_can_change_codebook`)."""
+    if not user.is_authenticated:
+        return False
+    if user.is_superuser:
+        return True
+    return Membership.objects.filter(
+        user=user, role=MANAGER, study__codebook_version__codebook=codebook
+    ).exists()
+
+
+def study_can_change_codebook(*, study: Study, user: User) -> bool:
+    """Moving a study to another codebook version, and deciding its annotators' proposals of
+    new categories, is for the study's managers (superusers included)."""
+    return MANAGER in study_roles(study=study, user=user)
 
 
 # Sources

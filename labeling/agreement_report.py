@@ -40,6 +40,7 @@ class LabelTableFilter:
     repository: str | None = None  # "owner/name"
     submitted_after: datetime | None = None
     submitted_before: datetime | None = None
+    codebook_version_id: int | None = None  # labels submitted under this codebook version
 
 
 def agreement_query_check(
@@ -125,11 +126,21 @@ def study_label_table(
         annotations = annotations.filter(assignment__submitted_at__gte=filters.submitted_after)
     if filters.submitted_before:
         annotations = annotations.filter(assignment__submitted_at__lt=filters.submitted_before)
+    if filters.codebook_version_id:
+        annotations = annotations.filter(
+            assignment__codebook_version_id=filters.codebook_version_id
+        )
     # One row per (annotation, category), or (annotation, None) for "none applies": a single
     # LEFT JOIN instead of one query per table, and ids instead of names until the end.
     rows = annotations.values_list(
         "assignment__item_id", "assignment__annotator_id", "dimension_id", "categories"
     ).order_by()
+    rows = list(rows)
+    # A label flagged by a codebook change keeps its category of the earlier version until it
+    # is re-checked (labeling.services.codebook_migration): it counts under its own key.
+    outside = {row[3] for row in rows} - key_of.keys() - {None}
+    if outside:
+        key_of |= dict(Category.objects.filter(id__in=outside).values_list("id", "key"))
     dimension_key = {dimension.id: dimension.key for dimension in dimensions}
     answers: dict[tuple[int, int], dict[str, set[str]]] = defaultdict(dict)
     for item_id, annotator_id, dimension_id, category_id in rows:

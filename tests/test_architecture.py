@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Lower index = lower layer. Apps in one layer may not import each other.
 LAYERS: list[set[str]] = [
     {"common"},
-    {"taxonomy"},
+    {"taxonomy", "accounts"},
     {"corpus"},
     {"labeling"},
     {"ingest", "exports"},

@@ -1,7 +1,7 @@
 from django.urls import path, register_converter
 
 from common.converters import IdConverter
-from web.views import agreement, codebooks, resolution, setup, sources, studies
+from web.views import account, agreement, codebooks, resolution, setup, sources, studies
 
 register_converter(IdConverter, "id")
 
@@ -38,4 +38,5 @@ urlpatterns = [
         name="codebook_version",
     ),
     path("sources/", sources.sources, name="sources"),
+    path("account/tokens/", account.account_tokens, name="account_tokens"),
 ]

@@ -1,14 +1,15 @@
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+
+from accounts.services import api_token_create
 
 
 @pytest.fixture
 def api(people):
     def as_user(name: str) -> APIClient:
         client = APIClient()
-        token, _ = Token.objects.get_or_create(user=people[name])
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        _, key = api_token_create(user=people[name], name="test")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
         return client
 
     return as_user

@@ -12,9 +12,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import api_token_create
 from config.celery import app as celery_app
 from corpus.models import Issue, Repository
 from ingest.dispatch import sync_request
@@ -30,9 +30,9 @@ def users(people, make_user, study):
 
 
 def api_as(user) -> APIClient:
-    token, _ = Token.objects.get_or_create(user=user)
+    _, key = api_token_create(user=user, name="test")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client
 
 

@@ -9,9 +9,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from accounts.services import api_token_create
 from corpus.models import Issue
 from ingest.dispatch import sync_request
 from ingest.models import Source, StudyFollow, SyncRun
@@ -32,8 +32,8 @@ def api(users):
     def as_user(name: str | None) -> APIClient:
         client = APIClient()
         if name is not None:
-            token, _ = Token.objects.get_or_create(user=users[name])
-            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+            _, key = api_token_create(user=users[name], name="test")
+            client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
         return client
 
     return as_user
@@ -164,9 +164,9 @@ def test_only_the_studys_managers_may_make_it_follow_a_source(api, users, study,
     )
 
     def follow_as(user) -> dict:
-        token, _ = Token.objects.get_or_create(user=user)
+        _, key = api_token_create(user=user, name="test")
         client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
         response = client.post(f"/api/sources/{source.pk}/follows/", {"study": "demo"})
         return {"status": response.status_code, **response.json()}
 

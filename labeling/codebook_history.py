@@ -1,0 +1,56 @@
+"""Reads of a study's codebook over time: the versions it moved through, the versions its labels
+were submitted under, and agreement reported for each of them."""
+
+from dataclasses import replace
+
+from django.db.models import Count, QuerySet
+
+from labeling.agreement_report import LabelTableFilter, study_agreement_report
+from labeling.models import Assignment, Study, StudyCodebookChange
+from taxonomy.models import CodebookVersion
+
+
+def study_codebook_history(*, study: Study) -> QuerySet[StudyCodebookChange]:
+    """Each move of the study to another version, oldest first."""
+    return StudyCodebookChange.objects.filter(study=study).select_related(
+        "from_version", "to_version", "changed_by"
+    )
+
+
+def study_label_versions(*, study: Study) -> list[tuple[CodebookVersion, int]]:
+    """The codebook versions the study's submitted labels were given under, oldest first, each
+    with its number of submitted assignments."""
+    counts = dict(
+        Assignment.objects.filter(
+            item__study=study,
+            status=Assignment.Status.SUBMITTED,
+            codebook_version__isnull=False,
+        )
+        .values_list("codebook_version")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    versions = CodebookVersion.objects.filter(pk__in=counts).order_by("created_at", "id")
+    return [(version, counts[version.pk]) for version in versions]
+
+
+def study_version_get(*, study: Study, label: str) -> CodebookVersion | None:
+    """A version of the study's codebook by label, or None."""
+    return CodebookVersion.objects.filter(
+        codebook_id=study.codebook_version.codebook_id, label=label
+    ).first()
+
+
+def agreement_by_version(*, study: Study, **report_options) -> dict[str, dict]:
+    """The agreement report once per codebook version the labels were submitted under, by
+    version label. Each counts the labels given under that version, as they are now: a label
+    migrated by a rename or a merge counts under its new key, one flagged for re-checking under
+    its old key until it is re-checked (and then under the version it was re-submitted in)."""
+    filters: LabelTableFilter = report_options.pop("filters", None) or LabelTableFilter()
+    reports = {}
+    for version, _ in study_label_versions(study=study):
+        per_version = replace(filters, codebook_version_id=version.pk)
+        reports[version.label] = study_agreement_report(
+            study=study, filters=per_version, **report_options
+        )
+    return reports
