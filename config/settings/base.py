@@ -116,6 +116,10 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 
+# Files the app writes (dataset exports, under exports/). Served only through views that check
+# permissions, never under a public URL.
+MEDIA_ROOT = env("MEDIA_ROOT", default=str(BASE_DIR / "media"))
+
 # Requests bigger than this are refused before a view sees them; issue bodies of 1 MB still fit.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
@@ -216,6 +220,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TIMEZONE = TIME_ZONE
+
+# The queue of dataset export tasks (tests give their worker a queue of its own).
+EXPORTS_QUEUE = env("EXPORTS_QUEUE", default="celery")
 
 GITHUB_TOKEN = env("GITHUB_TOKEN", default="")
 GITHUB_API_URL = env("GITHUB_API_URL", default="https://api.github.com")
