@@ -6,7 +6,7 @@ from dataclasses import replace
 from django.db.models import Count, QuerySet
 
 from labeling.agreement_report import LabelTableFilter, study_agreement_report
-from labeling.models import Assignment, Study, StudyCodebookChange
+from labeling.models import Annotation, Assignment, Resolution, Study, StudyCodebookChange
 from taxonomy.models import CodebookVersion
 
 
@@ -54,3 +54,30 @@ def agreement_by_version(*, study: Study, **report_options) -> dict[str, dict]:
             study=study, filters=per_version, **report_options
         )
     return reports
+
+
+def study_category_counts(*, study: Study) -> dict[tuple[str, str], dict[str, int]]:
+    """How often each category is used in a study, by (dimension key, category key): in
+    submitted labels ("labels") and in gold labels ("gold"). Two queries."""
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    used = (
+        Annotation.objects.filter(
+            assignment__item__study=study,
+            assignment__status=Assignment.Status.SUBMITTED,
+            categories__isnull=False,
+        )
+        .values_list("dimension__key", "categories__key")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for dimension_key, category_key, n in used:
+        counts.setdefault((dimension_key, category_key), {"labels": 0, "gold": 0})["labels"] += n
+    gold = (
+        Resolution.objects.filter(item__study=study, categories__isnull=False)
+        .values_list("dimension__key", "categories__key")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for dimension_key, category_key, n in gold:
+        counts.setdefault((dimension_key, category_key), {"labels": 0, "gold": 0})["gold"] += n
+    return counts

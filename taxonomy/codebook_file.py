@@ -515,3 +515,89 @@ def _nest(categories: list[CategorySpec]) -> list[dict[str, Any]]:
         else:
             nodes[category.parent_key]["children"].append(node)
     return roots
+
+
+def _markdown_text(text: str) -> str:
+    """One line of Markdown: the characters that would start markup are escaped, line breaks
+    become spaces (a definition stays inside its list item)."""
+    text = " ".join(str(text).split())
+    return re.sub(r"([\\`*_{}\[\]<>#|])", r"\\\1", text)
+
+
+def codebook_spec_to_markdown(
+    spec: CodebookSpec,
+    counts: dict[tuple[str, str], dict[str, int]] | None = None,
+    counts_title: str = "",
+) -> str:
+    """The codebook as Markdown for a paper's appendix: per dimension its settings and the
+    category tree with definitions, include and exclude notes and examples. `counts` maps
+    (dimension key, category key) to {"labels": n, "gold": n} (a study's use of each category),
+    shown after each category when given, under `counts_title`."""
+    lines = [f"# {_markdown_text(spec.name)}, version {_markdown_text(spec.version)}", ""]
+    if spec.description:
+        lines += [_markdown_text(spec.description), ""]
+    if counts is not None and counts_title:
+        lines += [f"Counts: {_markdown_text(counts_title)}.", ""]
+    for dimension in spec.dimensions:
+        settings = [
+            "multi-label" if dimension.multi_label else "single-label",
+            "required" if dimension.required else "optional",
+        ]
+        if dimension.ordinal:
+            settings.append("ordinal")
+        if dimension.applies_when:
+            settings.append(
+                "applies when "
+                + " and ".join(
+                    f"{key} is {' or '.join(values)}"
+                    for key, values in dimension.applies_when.items()
+                )
+            )
+        lines += [
+            f"## {_markdown_text(dimension.name)} (`{dimension.key}`)",
+            "",
+            f"*{_markdown_text(', '.join(settings))}*",
+            "",
+        ]
+        if dimension.description:
+            lines += [_markdown_text(dimension.description), ""]
+        depth: dict[str, int] = {}
+        for category in dimension.categories:
+            depth[category.key] = depth[category.parent_key] + 1 if category.parent_key else 0
+            text = f"**{_markdown_text(category.name)}** (`{category.key}`)"
+            if category.deprecated:
+                text += " *(deprecated)*"
+            if category.definition:
+                text += f": {_markdown_text(category.definition)}"
+            if category.include:
+                text += f" *Include:* {_markdown_text(category.include)}"
+            if category.exclude:
+                text += f" *Exclude:* {_markdown_text(category.exclude)}"
+            if category.examples:
+                text += " *Examples:* " + ", ".join(_markdown_text(e) for e in category.examples)
+            if counts is not None:
+                used = counts.get((dimension.key, category.key), {})
+                text += f" — labels: {used.get('labels', 0)}, gold: {used.get('gold', 0)}"
+            lines.append(f"{'  ' * depth[category.key]}- {text}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+EXPORT_FORMATS = ("json", "yaml", "markdown")
+
+
+def codebook_spec_export(
+    spec: CodebookSpec,
+    export_format: str,
+    counts: dict[tuple[str, str], dict[str, int]] | None = None,
+    counts_title: str = "",
+) -> str:
+    """A version in one of EXPORT_FORMATS: the codebook file (JSON or YAML, which
+    `load_codebook` reads back) or Markdown for a paper."""
+    if export_format == "json":
+        return json.dumps(codebook_spec_to_dict(spec), indent=2, ensure_ascii=False) + "\n"
+    if export_format == "yaml":
+        return yaml.safe_dump(codebook_spec_to_dict(spec), sort_keys=False, allow_unicode=True)
+    if export_format == "markdown":
+        return codebook_spec_to_markdown(spec, counts, counts_title)
+    raise ValueError(f"unknown format {export_format!r}; one of {', '.join(EXPORT_FORMATS)}")
