@@ -11,6 +11,9 @@ Conventions used throughout:
   :func:`dimension_agreement` is computed on exactly those items.
 * A coefficient that is undefined (0/0 because a single value is used throughout, fewer than
   two annotators, no overlapping items) is ``None``: never an exception, never a silent 1.0.
+* Every pair of annotators is listed, but only a pair sharing at least ``min_pair_items`` items
+  counts toward the mean kappa: a pair that shares one item has a kappa of 0 or 1 or none,
+  and an unweighted mean gives it the weight of a pair that shares hundreds.
 """
 
 from __future__ import annotations
@@ -34,6 +37,18 @@ WEIGHT_SCHEMES = (None, "linear", "quadratic")
 NONE_APPLIES = ""
 
 CONFIDENCE_LEVEL = 0.95
+
+# A pair of annotators counts toward the mean kappa when it shares at least this many items.
+# With two balanced categories and a true kappa of 0.5, the kappa of n shared items has a
+# standard error of about 0.87 / sqrt(n): 0.87 on one item (its kappa is 0, 1 or undefined),
+# 0.28 on ten. Below ten a pair's kappa is closer to noise than to a measurement, and an
+# unweighted mean would give it the weight of a pair sharing hundreds; the pair is still listed.
+DEFAULT_MIN_PAIR_ITEMS = 10
+
+# Below this many items (with two or more ratings) a dimension's report carries a warning: in
+# the same setting the standard error is 0.16 on 30 items, so the 95% interval spans about
+# +-0.3, as wide as a Landis & Koch band and a half; a calibration round is not judged on fewer.
+MIN_ITEMS_FOR_KAPPA = 30
 
 # Upper bounds (inclusive) of the Landis & Koch (1977) bands; below 0 is "poor".
 _LANDIS_KOCH_BANDS = (
@@ -73,6 +88,59 @@ def interpret_kappa(kappa: float | None) -> str | None:
         if shown <= upper_bound:
             return wording
     return "almost perfect"
+
+
+def agreement_warnings(
+    *, n_items: int, pair_sizes: Sequence[int], n_pairs_counted: int, min_pair_items: int
+) -> list[str]:
+    """Why a dimension's kappas deserve caution, in sentences for a page, a table note and the
+    command line: too few items, pairs left out of the mean, no pair counted."""
+    if n_items == 0:
+        return ["No item has two or more ratings yet: there is no agreement to measure."]
+    found = []
+    if n_items < MIN_ITEMS_FOR_KAPPA:
+        found.append(
+            f"Only {n_items} item{'s' if n_items != 1 else ''} with two or more ratings "
+            f"(fewer than {MIN_ITEMS_FOR_KAPPA}): the kappas are imprecise; read them with "
+            "their 95% intervals."
+        )
+    long_enough = sum(size >= min_pair_items for size in pair_sizes)
+    short = sum(0 < size < min_pair_items for size in pair_sizes)
+    if pair_sizes and long_enough == 0:
+        found.append(
+            f"No pair of annotators shares {min_pair_items} or more items: the mean kappa is "
+            "not given (each pair's kappa is listed)."
+        )
+    elif short:
+        found.append(
+            f"{short} of {len(pair_sizes)} pairs share fewer than {min_pair_items} items and "
+            "are left out of the mean kappa."
+        )
+    if long_enough and n_pairs_counted == 0:
+        found.append(
+            f"Cohen's kappa is undefined for every pair sharing {min_pair_items} or more items "
+            "(one category used throughout): the mean kappa is not given."
+        )
+    return found
+
+
+def kappa_undetermined_reason(dimension: dict) -> str | None:
+    """Why a dimension's mean Cohen's kappa (a report of :func:`dimension_agreement`) cannot be
+    held against a target such as a calibration round's, or None when it can: fewer than
+    MIN_ITEMS_FOR_KAPPA items, or no mean kappa (no pair counted, kappa undefined)."""
+    n_items = dimension["n_items"]
+    if n_items == 0:
+        return "no item with two or more ratings"
+    if n_items < MIN_ITEMS_FOR_KAPPA:
+        return f"{n_items} items with two or more ratings, fewer than {MIN_ITEMS_FOR_KAPPA}"
+    kappa = dimension["cohen_kappa"]
+    if kappa["mean"] is None:
+        if kappa["n_pairs"] and not any(
+            pair["n"] >= kappa["min_pair_items"] for pair in kappa["pairs"]
+        ):
+            return f"no pair of annotators shares {kappa['min_pair_items']} or more items"
+        return "kappa undefined (one category used throughout)"
+    return None
 
 
 def cohen_kappa(
@@ -205,6 +273,7 @@ def dimension_agreement(
     weights: str | None = None,
     bootstrap: int = 0,
     seed: int = 0,
+    min_pair_items: int = DEFAULT_MIN_PAIR_ITEMS,
 ) -> dict:
     """Agreement report for one dimension; one input row per (item, annotator) rating.
 
@@ -215,14 +284,16 @@ def dimension_agreement(
     that is the top of the scale, so list ``""`` in ``categories`` to place it elsewhere). In
     multi-label sets ``""`` is ignored; the empty set is a valid answer.
 
-    Returned (JSON-serialisable: Python ints, floats, strings, None)::
+    Returned (JSON-serialisable: Python ints, floats, strings, bools, None)::
 
         {"n_items": items with >= 2 ratings, "n_annotators": distinct annotators in the input,
          "percent_agreement": share of those items on which all ratings are identical sets,
-         "cohen_kappa": {"mean", "interpretation", "ci95",
-                         "pairs": [{"a", "b", "n", "kappa", "ci95", "confusion"}]},
+         "cohen_kappa": {"mean", "interpretation", "ci95", "weighted_mean", "weighted_ci95",
+                         "n_pairs", "n_pairs_counted", "min_pair_items",
+                         "pairs": [{"a", "b", "n", "kappa", "ci95", "counted", "confusion"}]},
          "fleiss_kappa", "krippendorff_alpha",
-         "per_category": {key: {"kappa", "support"}}}
+         "per_category": {key: {"kappa", "support"}},
+         "warnings": [sentences]}
 
     Single-label: pair kappa is scikit-learn's Cohen's kappa over the items both annotators
     rated, weighted ("linear"/"quadratic", scale order = ``categories``) only when
@@ -237,24 +308,32 @@ def dimension_agreement(
     category co-occurrence matrix (a used row label, b used column label) plus ``binary``:
     a 2x2 per category, [[neither, only b], [only a, both]].
 
-    Both: the mean is the unweighted mean of the defined pair kappas (pairs listed for all
-    a < b, including pairs with no overlap, whose kappa is None). ``per_category`` gives the
-    one-vs-rest binary Cohen's kappa averaged over pairs, and ``support``, the number of
-    ratings (on items with >= 2 ratings) that used the category.
+    Both: every pair a < b is listed with ``n``, the items both rated (pairs with no overlap
+    too, whose kappa is None). A pair is ``counted`` when it shares at least
+    ``min_pair_items`` items and its kappa is defined; ``mean`` is the unweighted mean of the
+    counted pairs' kappas and ``weighted_mean`` their mean weighted by ``n``; both are None
+    when no pair counts. ``per_category`` gives the one-vs-rest binary Cohen's kappa averaged
+    over the pairs sharing at least ``min_pair_items`` items, and ``support``, the number of
+    ratings (on items with >= 2 ratings) that used the category. ``warnings`` says, in words,
+    why the numbers deserve caution: fewer than :data:`MIN_ITEMS_FOR_KAPPA` items, pairs left
+    out of the mean, no pair counted.
 
     ``bootstrap`` > 0 adds percentile 95% intervals from that many resamples (with
-    replacement, seeded with ``seed``) of the items with >= 2 ratings, for each pair and for
-    the mean of the pair kappas; resamples in which a kappa is undefined are left out of its
-    interval. Point estimates are unaffected.
+    replacement, seeded with ``seed``) of the items with >= 2 ratings, for each counted pair
+    and for both means (over the counted pairs, weighted by each resample's shared items for
+    the weighted mean); resamples in which a kappa is undefined are left out of its interval.
+    Point estimates are unaffected.
     """
     _check_weights(weights)
     if bootstrap < 0:
         raise ValueError("bootstrap must be >= 0")
+    if min_pair_items < 1:
+        raise ValueError("min_pair_items must be >= 1")
     kappa_weights = weights if ordinal and not multi_label else None
     ratings = _code_ratings(item_ids, annotators, label_sets, categories, multi_label)
     if multi_label:
-        return _MultiLabelReport(ratings).build(bootstrap, seed)
-    return _SingleLabelReport(ratings, kappa_weights).build(bootstrap, seed)
+        return _MultiLabelReport(ratings).build(bootstrap, seed, min_pair_items)
+    return _SingleLabelReport(ratings, kappa_weights).build(bootstrap, seed, min_pair_items)
 
 
 # --------------------------------------------------------------------------------------------
@@ -466,7 +545,9 @@ class _DimensionReport(ABC):
 
     @abstractmethod
     def bootstrap_features(self, pair_indices: list[int]) -> NDArray[np.float64]:
-        """Per-item columns whose resample-weighted sums determine each pair's kappa."""
+        """Per-item columns whose resample-weighted sums determine each pair's kappa: one
+        block of equal width per pair, whose first column is 1 where the pair overlaps (so
+        that its sum is the pair's shared items in the resample)."""
 
     @abstractmethod
     def kappas_from_sums(self, sums: NDArray[np.float64], n_pairs: int) -> NDArray[np.float64]:
@@ -474,37 +555,59 @@ class _DimensionReport(ABC):
 
     # Assembly ------------------------------------------------------------------------------
 
-    def build(self, bootstrap: int, seed: int) -> dict:
+    def build(self, bootstrap: int, seed: int, min_pair_items: int) -> dict:
         ratings = self.ratings
+        sizes = np.array([counts.n for counts in self.pair_counts], dtype=np.int64)
         pair_kappas = [self.pair_kappa(index) for index in range(len(self.pairs))]
-        mean_kappa = _finite_or_none(_finite_mean(_as_float_array(pair_kappas)))
+        # Pairs sharing enough items; of those, the ones with a defined kappa enter the means.
+        long_enough = sizes >= min_pair_items
+        counted = [
+            index
+            for index, kappa in enumerate(pair_kappas)
+            if long_enough[index] and kappa is not None
+        ]
+        counted_kappas = _as_float_array([pair_kappas[index] for index in counted])
+        mean_kappa = _finite_or_none(_finite_mean(counted_kappas))
+        weighted_kappa = _finite_or_none(_weighted_mean(counted_kappas, sizes[counted]))
 
         pair_intervals: list[list[float] | None] = [None] * len(self.pairs)
-        mean_interval = None
-        defined_pairs = [index for index, kappa in enumerate(pair_kappas) if kappa is not None]
-        if bootstrap > 0 and defined_pairs:
+        mean_interval = weighted_interval = None
+        if bootstrap > 0 and counted:
+            n_counted = len(counted)
             resampled = _resample_items(
-                self.bootstrap_features(defined_pairs),
-                lambda sums: self.kappas_from_sums(sums, len(defined_pairs)),
+                self.bootstrap_features(counted),
+                lambda sums: np.concatenate(
+                    [
+                        self.kappas_from_sums(sums, n_counted),
+                        _pair_sizes_from_sums(sums, n_counted),
+                    ],
+                    axis=1,
+                ),
                 bootstrap,
                 seed,
             )
-            for column, index in enumerate(defined_pairs):
-                pair_intervals[index] = _percentile_interval(resampled[:, column])
-            mean_interval = _percentile_interval(_finite_mean(resampled, axis=1))
+            kappas, resampled_sizes = resampled[:, :n_counted], resampled[:, n_counted:]
+            for column, index in enumerate(counted):
+                pair_intervals[index] = _percentile_interval(kappas[:, column])
+            mean_interval = _percentile_interval(_finite_mean(kappas, axis=1))
+            weighted_interval = _percentile_interval(
+                _weighted_mean(kappas, resampled_sizes, axis=1)
+            )
 
+        counted_set = set(counted)
         pairs = [
             {
                 "a": ratings.annotators[a],
                 "b": ratings.annotators[b],
-                "n": self.pair_counts[index].n,
+                "n": int(sizes[index]),
                 "kappa": pair_kappas[index],
                 "ci95": pair_intervals[index],
+                "counted": index in counted_set,
                 "confusion": self.confusion(index),
             }
             for index, (a, b) in enumerate(self.pairs)
         ]
-        category_kappas = _finite_mean(self.binary_kappas, axis=0)
+        category_kappas = _finite_mean(self.binary_kappas[long_enough], axis=0)
         support = self.support()
         return {
             "n_items": int(self.n_items),
@@ -514,6 +617,11 @@ class _DimensionReport(ABC):
                 "mean": mean_kappa,
                 "interpretation": interpret_kappa(mean_kappa),
                 "ci95": mean_interval,
+                "weighted_mean": weighted_kappa,
+                "weighted_ci95": weighted_interval,
+                "n_pairs": len(pairs),
+                "n_pairs_counted": len(counted),
+                "min_pair_items": min_pair_items,
                 "pairs": pairs,
             },
             "fleiss_kappa": self.fleiss(),
@@ -525,6 +633,12 @@ class _DimensionReport(ABC):
                 }
                 for code, key in enumerate(ratings.values)
             },
+            "warnings": agreement_warnings(
+                n_items=int(self.n_items),
+                pair_sizes=sizes.tolist(),
+                n_pairs_counted=len(counted),
+                min_pair_items=min_pair_items,
+            ),
         }
 
     def percent_agreement(self) -> float | None:
@@ -861,6 +975,11 @@ def _resample_items(
     return np.concatenate(results)
 
 
+def _pair_sizes_from_sums(sums: NDArray[np.float64], n_pairs: int) -> NDArray[np.float64]:
+    """(resamples x columns) feature sums -> (resamples x pairs) shared items of each pair."""
+    return sums.reshape(sums.shape[0], n_pairs, -1)[..., 0]
+
+
 def _percentile_interval(samples: NDArray[np.float64]) -> list[float] | None:
     finite = samples[np.isfinite(samples)]
     if finite.size == 0:
@@ -876,6 +995,19 @@ def _finite_mean(values: NDArray[np.float64], axis: int | None = None) -> NDArra
     count = finite.sum(axis=axis)
     total = np.where(finite, values, 0.0).sum(axis=axis)
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _weighted_mean(
+    values: NDArray[np.float64], weights: ArrayLike, axis: int | None = None
+) -> NDArray[np.float64]:
+    """Mean of the finite entries weighted by ``weights``, NaN when no weight is left."""
+    weights = np.asarray(weights, dtype=np.float64)
+    usable = np.isfinite(values) & (weights > 0)
+    total_weight = np.where(usable, weights, 0.0).sum(axis=axis)
+    total = np.where(usable, np.nan_to_num(values) * weights, 0.0).sum(axis=axis)
+    return np.divide(
+        total, total_weight, out=np.full(np.shape(total), np.nan), where=total_weight > 0
+    )
 
 
 def _as_float_array(values: Sequence[float | None]) -> NDArray[np.float64]:

@@ -22,6 +22,8 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
 
 from labeling.agreement import (
+    DEFAULT_MIN_PAIR_ITEMS,
+    MIN_ITEMS_FOR_KAPPA,
     cohen_kappa,
     dimension_agreement,
     fleiss_kappa,
@@ -61,11 +63,15 @@ def rows_from_set_table(table: dict[str, list[frozenset[str] | None]]) -> Rows:
     return item_ids, annotators, label_sets
 
 
+# The arithmetic is checked on textbook examples of a handful of items, so these helpers count
+# every pair that shares an item; the minimum overlap has tests of its own.
 def single_label(rows: Rows, categories: list[str], **options) -> dict:
+    options.setdefault("min_pair_items", 1)
     return dimension_agreement(*rows, categories=categories, multi_label=False, **options)
 
 
 def multi_label(rows: Rows, categories: list[str], **options) -> dict:
+    options.setdefault("min_pair_items", 1)
     return dimension_agreement(*rows, categories=categories, multi_label=True, **options)
 
 
@@ -691,10 +697,21 @@ def test_no_rows_at_all():
         "n_items": 0,
         "n_annotators": 0,
         "percent_agreement": None,
-        "cohen_kappa": {"mean": None, "interpretation": None, "ci95": None, "pairs": []},
+        "cohen_kappa": {
+            "mean": None,
+            "interpretation": None,
+            "ci95": None,
+            "weighted_mean": None,
+            "weighted_ci95": None,
+            "n_pairs": 0,
+            "n_pairs_counted": 0,
+            "min_pair_items": DEFAULT_MIN_PAIR_ITEMS,
+            "pairs": [],
+        },
         "fleiss_kappa": None,
         "krippendorff_alpha": None,
         "per_category": {"a": {"kappa": None, "support": 0}},
+        "warnings": ["No item has two or more ratings yet: there is no agreement to measure."],
     }
 
 
@@ -719,6 +736,142 @@ def test_scalar_functions_return_none_when_undefined():
     assert fleiss_kappa([[1, 0]]) is None
     assert krippendorff_alpha_nominal([[3, 0], [2, 0]]) is None
     assert krippendorff_alpha_nominal([[1, 0], [0, 1]]) is None
+
+
+# --------------------------------------------------------------------------------------------
+# Which pairs count toward the mean
+# --------------------------------------------------------------------------------------------
+
+# The case of the issue: ann and bob share 40 items with a kappa of 0.479 (both api 11, both
+# config 19, and 5 each way); cat labels one more item with ann, disagreeing. Counting that
+# one-item pair (kappa 0.000) took the unweighted mean to 0.240.
+ISSUE_CELLS = [
+    ("api", "api", 11),
+    ("api", "config", 5),
+    ("config", "api", 5),
+    ("config", "config", 19),
+]
+ISSUE_KAPPA = 23 / 48  # p_o = 0.75, p_e = 0.52: 0.479
+
+
+def issue_rows() -> Rows:
+    ann: list[str | None] = []
+    bob: list[str | None] = []
+    for answer_ann, answer_bob, count in ISSUE_CELLS:
+        ann += [answer_ann] * count
+        bob += [answer_bob] * count
+    cat: list[str | None] = [None] * len(ann) + ["config"]
+    return rows_from_table({"ann": [*ann, "api"], "bob": [*bob, None], "cat": cat})
+
+
+def pair_of(report: dict, a: str, b: str) -> dict:
+    return next(p for p in report["cohen_kappa"]["pairs"] if (p["a"], p["b"]) == (a, b))
+
+
+def test_a_one_item_pair_is_listed_but_does_not_move_the_mean():
+    report = dimension_agreement(
+        *issue_rows(), categories=["api", "config"], multi_label=False, bootstrap=200
+    )
+    kappa = report["cohen_kappa"]
+
+    assert kappa["min_pair_items"] == DEFAULT_MIN_PAIR_ITEMS
+    assert kappa["mean"] == pytest.approx(ISSUE_KAPPA)
+    assert round(kappa["mean"], 3) == 0.479
+    assert kappa["weighted_mean"] == pytest.approx(ISSUE_KAPPA)
+    assert (kappa["n_pairs"], kappa["n_pairs_counted"]) == (3, 1)
+    one_item = pair_of(report, "ann", "cat")
+    assert (one_item["n"], one_item["kappa"], one_item["counted"]) == (1, 0.0, False)
+    assert one_item["ci95"] is None  # only counted pairs are resampled
+    assert pair_of(report, "ann", "bob")["counted"] is True
+    assert pair_of(report, "bob", "cat") | {"confusion": None} == {
+        "a": "bob", "b": "cat", "n": 0, "kappa": None, "ci95": None, "counted": False,
+        "confusion": None,
+    }  # fmt: skip
+    assert (
+        "1 of 3 pairs share fewer than 10 items and are left out of the mean kappa."
+        in (report["warnings"])
+    )
+    low, high = kappa["ci95"]
+    assert low < kappa["mean"] < high
+    low, high = kappa["weighted_ci95"]
+    assert low < kappa["weighted_mean"] < high
+
+
+def test_counting_every_pair_reproduces_the_misleading_mean_of_the_issue():
+    report = single_label(issue_rows(), ["api", "config"], min_pair_items=1)
+    kappa = report["cohen_kappa"]
+
+    assert round(kappa["mean"], 3) == 0.240
+    # Weighted by shared items, the one-item pair barely counts: (40 * 0.479 + 1 * 0) / 41.
+    assert kappa["weighted_mean"] == pytest.approx(40 * ISSUE_KAPPA / 41)
+    assert kappa["n_pairs_counted"] == 2
+
+
+def test_the_weighted_mean_weights_each_counted_pair_by_its_shared_items():
+    rows = correlated_rows(90, seed=3, multi=False)
+    item_ids, annotators, _ = rows
+    # u3 labeled only the first 25 items: pairs of 90, 25 and 25 shared items.
+    keep = [
+        index
+        for index, (item, user) in enumerate(zip(item_ids, annotators, strict=True))
+        if user != "u3" or item < 25
+    ]
+    rows = tuple([column[i] for i in keep] for column in rows)
+
+    kappa = single_label(rows, LABELS, min_pair_items=10)["cohen_kappa"]
+
+    sizes = [pair["n"] for pair in kappa["pairs"]]
+    kappas = [pair["kappa"] for pair in kappa["pairs"]]
+    assert sizes == [90, 25, 25]
+    assert kappa["mean"] == pytest.approx(sum(kappas) / 3)
+    assert kappa["weighted_mean"] == pytest.approx(
+        sum(n * k for n, k in zip(sizes, kappas, strict=True)) / sum(sizes)
+    )
+    assert kappa["n_pairs_counted"] == 3
+
+
+@pytest.mark.parametrize("as_sets", [False, True])
+def test_no_pair_with_enough_shared_items_gives_no_mean_and_a_warning(as_sets):
+    rows = rows_from_table({"u1": ["a", "b", "a", "b", "a"], "u2": ["a", "b", "b", "b", "a"]})
+    compute = multi_label if as_sets else single_label
+
+    report = compute(rows, ["a", "b"], min_pair_items=6, bootstrap=20)
+    kappa = report["cohen_kappa"]
+
+    assert kappa["mean"] is None and kappa["weighted_mean"] is None
+    assert kappa["ci95"] is None and kappa["weighted_ci95"] is None
+    assert kappa["n_pairs_counted"] == 0
+    (pair,) = kappa["pairs"]
+    assert pair["n"] == 5 and pair["kappa"] is not None and pair["counted"] is False
+    assert report["warnings"] == [
+        f"Only 5 items with two or more ratings (fewer than {MIN_ITEMS_FOR_KAPPA}): the kappas "
+        "are imprecise; read them with their 95% intervals.",
+        "No pair of annotators shares 6 or more items: the mean kappa is not given (each pair's "
+        "kappa is listed).",
+    ]
+    # Per-category kappas follow the same rule.
+    assert all(value["kappa"] is None for value in report["per_category"].values())
+
+
+def test_counted_pairs_with_undefined_kappa_give_their_own_warning():
+    rows = rows_from_table({"u1": ["a"] * 12, "u2": ["a"] * 12})
+    report = single_label(rows, ["a", "b"], min_pair_items=10)
+    assert report["cohen_kappa"]["mean"] is None
+    assert report["warnings"][-1] == (
+        "Cohen's kappa is undefined for every pair sharing 10 or more items (one category used "
+        "throughout): the mean kappa is not given."
+    )
+
+
+def test_enough_items_and_pairs_give_no_warning():
+    report = single_label(correlated_rows(MIN_ITEMS_FOR_KAPPA, seed=1, multi=False), LABELS)
+    assert report["n_items"] == MIN_ITEMS_FOR_KAPPA
+    assert report["warnings"] == []
+
+
+def test_the_minimum_overlap_is_at_least_one():
+    with pytest.raises(ValueError, match="min_pair_items"):
+        single_label(issue_rows(), ["api", "config"], min_pair_items=0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -811,6 +964,42 @@ def test_bootstrap_matches_a_naive_resampling_loop():
     pair = report["cohen_kappa"]["pairs"][0]
     assert (pair["a"], pair["b"]) == ("u1", "u2")
     assert pair["ci95"] == pytest.approx(list(expected))
+
+
+def test_bootstrap_of_both_means_matches_a_naive_resampling_loop():
+    # Three pairs of unequal overlap (u3 rated the first 30 of 60 items); the weighted mean of
+    # a resample weights each pair by its shared items in that resample.
+    rows = correlated_rows(60, seed=8, multi=False)
+    keep = [
+        i for i, (item, user) in enumerate(zip(*rows[:2], strict=True)) if user != "u3" or item < 30
+    ]
+    rows = tuple([column[i] for i in keep] for column in rows)
+    n_resamples = 60
+    report = single_label(rows, LABELS, bootstrap=n_resamples, seed=4, min_pair_items=10)
+
+    labels = {(item, user): next(iter(s)) for item, user, s in zip(*rows, strict=True)}
+    items = sorted(set(rows[0]))
+    draws = np.random.default_rng(4).integers(0, len(items), size=(n_resamples, len(items)))
+    means, weighted = [], []
+    for draw in draws:
+        chosen = [items[index] for index in draw]
+        kappas, sizes = [], []
+        for a, b in (("u1", "u2"), ("u1", "u3"), ("u2", "u3")):
+            shared = [item for item in chosen if (item, a) in labels and (item, b) in labels]
+            kappa = cohen_kappa(
+                [labels[item, a] for item in shared],
+                [labels[item, b] for item in shared],
+                labels=LABELS,
+            )
+            if kappa is not None:
+                kappas.append(kappa)
+                sizes.append(len(shared))
+        means.append(np.mean(kappas))
+        weighted.append(np.average(kappas, weights=sizes))
+
+    kappa = report["cohen_kappa"]
+    assert kappa["ci95"] == pytest.approx(list(np.percentile(means, [2.5, 97.5])))
+    assert kappa["weighted_ci95"] == pytest.approx(list(np.percentile(weighted, [2.5, 97.5])))
 
 
 # --------------------------------------------------------------------------------------------
