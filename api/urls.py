@@ -4,6 +4,7 @@ from rest_framework.routers import DefaultRouter
 
 from api import views
 from api.assignments import AssignmentViewSet
+from api.exports import ExportJobViewSet, StudyExportViewSet
 from api.sources import SourceViewSet, SyncRunViewSet
 from api.tokens import ApiTokenViewSet
 
@@ -15,10 +16,16 @@ router.register("studies", views.StudyViewSet, basename="study")
 router.register("assignments", AssignmentViewSet, basename="assignment")
 router.register("sources", SourceViewSet, basename="source")
 router.register("sync-runs", SyncRunViewSet, basename="sync-run")
+router.register("exports", ExportJobViewSet, basename="export")
 router.register("tokens", ApiTokenViewSet, basename="api-token")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path(
+        "studies/<slug:slug>/exports/",
+        StudyExportViewSet.as_view({"get": "list", "post": "create"}),
+        name="study-exports",
+    ),
     path("", include(router.urls)),
 ]

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from common.exceptions import ApplicationError
 from exports.dataset import CHUNK_SIZE, dataset_rows, dataset_shape
-from exports.formats import FORMATS, csv_write, jsonl_write, parquet_write
+from exports.formats import FORMATS, csv_lines, csv_write, jsonl_lines, jsonl_write, parquet_write
 from exports.models import ExportJob
 from labeling.models import Study
 
@@ -67,7 +67,7 @@ def _reporting(
     report(done)
 
 
-def export_job_run(*, job_id: int) -> ExportJob:
+def export_job_run(*, job_id: int, chunk_size: int = CHUNK_SIZE) -> ExportJob:
     """Write a queued job's file and record its progress after every chunk; a job that is done
     or failed already (a second delivery of its task) is left alone, and a running one (its
     worker died) starts again. Runs outside any transaction, so that progress is seen as it
@@ -90,6 +90,7 @@ def export_job_run(*, job_id: int) -> ExportJob:
                 output=scratch,
                 raw=job.raw,
                 pseudonymise=job.pseudonymise,
+                chunk_size=chunk_size,
                 on_progress=progress,
             )
             scratch.seek(0)
@@ -108,3 +109,17 @@ def export_job_run(*, job_id: int) -> ExportJob:
     job.finished_at = timezone.now()
     job.save(update_fields=["status", "rows_done", "file", "finished_at"])
     return job
+
+
+def dataset_export_chunks(
+    *, study: Study, format: str, raw: bool = False, pseudonymise: bool = False
+) -> Iterator[bytes]:
+    """The study's dataset as CSV or JSONL bytes, a row at a time, for a streamed download
+    (Parquet is written whole: its footer comes last)."""
+    if format not in ("csv", "jsonl"):
+        raise ApplicationError(f"Only csv and jsonl are streamed, not {format!r}.")
+    shape = dataset_shape(study=study, raw=raw, pseudonymise=pseudonymise)
+    rows = dataset_rows(shape=shape)
+    if format == "jsonl":
+        return jsonl_lines(rows)
+    return csv_lines(rows, dimensions=shape.dimensions, annotators=shape.annotators)

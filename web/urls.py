@@ -2,6 +2,7 @@ from django.urls import path, register_converter
 
 from common.converters import IdConverter
 from web.views import account, agreement, codebooks, resolution, setup, sources, studies
+from web.views import export as export_views
 
 register_converter(IdConverter, "id")
 
@@ -31,6 +32,22 @@ urlpatterns = [
     ),
     path("studies/<slug:slug>/agreement/", agreement.agreement, name="agreement"),
     path("studies/<slug:slug>/disagreements/", resolution.disagreements, name="disagreements"),
+    path("studies/<slug:slug>/export/", export_views.study_export, name="study_export"),
+    path(
+        "studies/<slug:slug>/export/jobs/",
+        export_views.study_export_jobs,
+        name="study_export_jobs",
+    ),
+    path(
+        "studies/<slug:slug>/export/jobs/<id:job_id>/download/",
+        export_views.export_job_download,
+        name="export_job_download",
+    ),
+    path(
+        "studies/<slug:slug>/export/download/",
+        export_views.study_export_download,
+        name="study_export_download",
+    ),
     path("codebooks/", codebooks.codebooks, name="codebooks"),
     path(
         "codebooks/versions/<id:version_id>/",
