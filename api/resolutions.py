@@ -478,7 +478,7 @@ class StudyResolutionActions:
         methods=["GET"],
         parameters=[ITEM_ID],
         responses={200: DiscussionCommentSerializer(many=True), 404: ERRORS[404]},
-        description="The item's discussion, oldest first.",
+        description="The item's discussion, oldest first, paginated.",
     )
     @extend_schema(
         methods=["POST"],
@@ -499,7 +499,8 @@ class StudyResolutionActions:
         study = self.get_object()
         item = _item_for_discussion(study, request.user, item_id)
         if request.method == "GET":
-            return Response(DiscussionCommentSerializer(discussion_of(item=item), many=True).data)
+            page = self.paginate_queryset(discussion_of(item=item))
+            return self.get_paginated_response(DiscussionCommentSerializer(page, many=True).data)
         body = CommentSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         comment = discussion_comment_add(

@@ -438,7 +438,7 @@ class StudySetupActions:
     @extend_schema(
         methods=["get"],
         responses={200: MemberSerializer(many=True), 403: ERRORS[403], 404: ERRORS[404]},
-        description="The study's members, one row per role. Managers of the study.",
+        description="The study's members, one row per role, paginated. Managers of the study.",
     )
     @extend_schema(
         methods=["post"],
@@ -458,7 +458,8 @@ class StudySetupActions:
                 {"username": username, "role": role}
                 for username, role in members.values_list("user__username", "role")
             ]
-            return Response(MemberSerializer(rows, many=True).data)
+            page = self.paginate_queryset(rows)
+            return self.get_paginated_response(MemberSerializer(page, many=True).data)
         body = MemberAddSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         user, role = body.validated_data["username"], body.validated_data["role"]

@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 from api import views
 from api.assignments import AssignmentViewSet
 from api.exports import ExportJobViewSet, StudyExportViewSet
+from api.queue import StudyQueueViewSet
 from api.sources import SourceViewSet, SyncRunViewSet
 from api.tokens import ApiTokenViewSet
 
@@ -18,6 +19,8 @@ router.register("sources", SourceViewSet, basename="source")
 router.register("sync-runs", SyncRunViewSet, basename="sync-run")
 router.register("exports", ExportJobViewSet, basename="export")
 router.register("tokens", ApiTokenViewSet, basename="api-token")
+# Member routes under studies/{slug}/ (overview, queue, an item to label), beside StudyViewSet's.
+router.register("studies", StudyQueueViewSet, basename="study-queue")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

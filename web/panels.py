@@ -9,6 +9,7 @@ import json
 
 from django.core.cache import cache
 from django.template.loader import render_to_string
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from labeling.selectors import LabelingPage
@@ -59,15 +60,27 @@ def dimension_rows(page: LabelingPage, *, content_hash: str) -> list[dict]:
         {
             "dimension": dimension,
             "annotation": page.annotations.get(dimension.id),
-            "categories_html": _with_chosen(
-                _categories_html(dimension, content_hash), chosen_by_key[dimension.key]
-            ),
+            "categories_html": _recheck_note(page.annotations.get(dimension.id))
+            + _with_chosen(_categories_html(dimension, content_hash), chosen_by_key[dimension.key]),
             "applies": dimension.applies_given(chosen_by_key),
             "applicability_json": json.dumps(dimension.applicability_table()),
             "condition_text": _condition_text(dimension, page.dimensions),
         }
         for dimension in page.dimensions
     ]
+
+
+def _recheck_note(annotation) -> SafeString:
+    """What a codebook change asks the annotator to re-check on this dimension, first in its
+    list (the label keeps its old category, which the tree of the new version cannot show)."""
+    if annotation is None or annotation.needs_review_since is None:
+        return mark_safe("")
+    return format_html(
+        '<li class="recheck" role="note"><strong>To re-check:</strong> {} '
+        '<span class="muted">(your label: {})</span></li>',
+        annotation.review_note,
+        ", ".join(sorted(c.key for c in annotation.categories.all())) or "none",
+    )
 
 
 def _condition_text(dimension: Dimension, dimensions: list[Dimension]) -> str:

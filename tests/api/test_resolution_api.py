@@ -400,7 +400,7 @@ def test_an_annotator_who_submitted_sees_only_the_gold_labels_and_the_discussion
     posted = client.post(item_url(mine.item, "discussion"), {"body": "The log."}, format="json")
     assert posted.status_code == 201
     assert posted.json()["author"] == "annotator1"
-    listed = api("annotator2").get(item_url(mine.item, "discussion")).json()
+    listed = api("annotator2").get(item_url(mine.item, "discussion")).json()["results"]
     assert [(c["author"], c["body"]) for c in listed] == [
         ("adjudicator", "Why configuration?"),
         ("annotator1", "The log."),

@@ -420,7 +420,7 @@ def test_adding_a_manager_or_adjudicator(api, study, people):
     assert response.status_code == 201
     assert response.json() == {"username": "outsider", "role": "adjudicator", "assigned": None}
     assert roles_of("demo", "outsider") == {"adjudicator"}
-    listed = api("manager").get("/api/studies/demo/members/").json()
+    listed = api("manager").get("/api/studies/demo/members/").json()["results"]
     assert {"username": "outsider", "role": "adjudicator"} in listed
     assert {"username": "manager", "role": "manager"} in listed
 

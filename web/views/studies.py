@@ -32,6 +32,7 @@ from labeling.dashboard import (
 )
 from labeling.disagreements import discussion_of, item_gold_list
 from labeling.models import Assignment, Study, StudyItem
+from labeling.rereview import assignment_has_recheck
 from labeling.selectors import (
     QUEUE_FILTERS,
     assignment_held_next,
@@ -229,9 +230,11 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
             ),
             "facets": page.issue.facets or {},
             "outcome": _outcome(request, assignment),
-            # Submitted labels of an item in resolution no longer change: the form is read-only.
+            # Submitted labels of an item in resolution no longer change: the form is read-only,
+            # unless a codebook change flagged some of them for re-checking.
             "locked": assignment.status == Assignment.Status.SUBMITTED
-            and assignment.item.status != StudyItem.Status.OPEN,
+            and assignment.item.status != StudyItem.Status.OPEN
+            and not assignment_has_recheck(assignment=assignment),
         },
         status=status,
     )

@@ -1,0 +1,219 @@
+"""What the study pages show a member, over the API: the overview (your roles, the study's counts,
+your progress), your queue, and one item as the labeling page shows it. Thin: the reads are the
+pages' own selectors (labeling.selectors), who may see what is labeling.access.
+
+The routes sit under /api/studies/{slug}/ beside StudyViewSet's, looking the study up the same
+way (labeling.selectors.study_list_for_user): a study the user may not see is a 404.
+"""
+
+from dataclasses import dataclass
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from api.assignments import AssignmentSerializer, assignments_visible_to
+from api.permissions import IsStudyMember
+from api.resolutions import ERRORS, _item_id
+from api.serializers import IssueDetailSerializer, StudySerializer
+from corpus.models import Issue
+from labeling.access import assignment_get_for_annotator, study_can_label, study_roles
+from labeling.models import Assignment, Study, StudyItem
+from labeling.selectors import (
+    QUEUE_FILTERS,
+    QueueProgress,
+    queue_for_annotator,
+    queue_progress,
+    study_dimensions,
+    study_list_for_user,
+    study_overview_counts,
+)
+from taxonomy.models import Dimension
+
+MEMBERS = [IsAuthenticated, IsStudyMember]
+ITEM_ID = OpenApiParameter("item_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+
+
+class QueueProgressSerializer(serializers.Serializer):
+    total = serializers.IntegerField(help_text="your assignments in the study")
+    done = serializers.IntegerField(help_text="submitted")
+    drafts = serializers.IntegerField()
+    todo = serializers.IntegerField()
+    skipped = serializers.IntegerField()
+    percent = serializers.IntegerField(help_text="done of total, rounded")
+
+
+class StudyCountsSerializer(serializers.Serializer):
+    items = serializers.IntegerField()
+    in_resolution = serializers.IntegerField()
+    resolved = serializers.IntegerField()
+    changed_upstream = serializers.IntegerField(help_text="labeled items whose issue changed since")
+
+
+class OverviewSerializer(serializers.Serializer):
+    study = StudySerializer()
+    roles = serializers.ListField(child=serializers.CharField(), help_text="your roles in it")
+    counts = StudyCountsSerializer()
+    progress = QueueProgressSerializer(
+        allow_null=True, help_text="your own labeling; null when you do not annotate it"
+    )
+
+
+class QueueQuerySerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=list(QUEUE_FILTERS), required=False, help_text="as the queue page's filters"
+    )
+    page = serializers.IntegerField(required=False, min_value=1)
+    page_size = serializers.IntegerField(required=False, min_value=1)
+
+
+class QueuePageSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    progress = QueueProgressSerializer()
+    results = AssignmentSerializer(many=True)
+
+
+class LabelingDimensionSerializer(serializers.ModelSerializer):
+    """A dimension as the study asks it (`required` as the study says); its categories are in
+    the codebook version (GET /api/codebook-versions/{id}/)."""
+
+    applies_when = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        help_text="dimension key -> categories of which one must be chosen for this one to apply",
+    )
+
+    class Meta:
+        model = Dimension
+        fields = ["key", "name", "multi_label", "required", "ordinal", "applies_when"]
+        read_only_fields = fields
+
+
+@dataclass(frozen=True)
+class LabelingItem:
+    assignment: Assignment
+    issue: Issue
+    codebook_version: int
+    dimensions: list[Dimension]
+    locked: bool
+
+
+class LabelingItemSerializer(serializers.Serializer):
+    """One item of your queue as the labeling page shows it."""
+
+    assignment = AssignmentSerializer(help_text="yours, with your labels")
+    issue = IssueDetailSerializer(help_text="the issue with its thread and fixes")
+    codebook_version = serializers.IntegerField(help_text="the study's codebook version id")
+    dimensions = LabelingDimensionSerializer(many=True)
+    locked = serializers.BooleanField(
+        help_text="submitted and in resolution: your labels no longer change"
+    )
+
+
+def _progress(progress: QueueProgress) -> dict:
+    return {**vars(progress), "percent": progress.percent}
+
+
+class StudyQueueViewSet(viewsets.GenericViewSet):
+    """Member routes of a study: its overview, your queue, an item to label."""
+
+    serializer_class = StudySerializer
+    permission_classes = MEMBERS
+    lookup_field = "slug"
+    queryset = Study.objects.none()  # for the schema; requests use get_queryset
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Study.objects.none()
+        return study_list_for_user(user=self.request.user).prefetch_related("rounds")
+
+    @extend_schema(
+        responses={200: OverviewSerializer, 404: ERRORS[404]},
+        description=(
+            "The study's overview page: the study, your roles in it, how many items it has, "
+            "wait in resolution, are resolved and changed upstream, and your own progress when "
+            "you annotate it. The dashboard (GET …/dashboard/) has the rest, for managers and "
+            "adjudicators."
+        ),
+    )
+    @action(detail=True, methods=["get"], permission_classes=MEMBERS)
+    def overview(self, request, slug=None):
+        study = self.get_object()
+        roles = study_roles(study=study, user=request.user)
+        overview = {
+            "study": study,
+            "roles": sorted(roles),
+            "counts": study_overview_counts(study=study),
+            "progress": _progress(queue_progress(study=study, user=request.user))
+            if study_can_label(roles=roles)
+            else None,
+        }
+        return Response(OverviewSerializer(overview).data)
+
+    @extend_schema(
+        parameters=[QueueQuerySerializer],
+        responses={200: QueuePageSerializer, 400: ERRORS[400], 404: ERRORS[404]},
+        description=(
+            "Your queue in the study (the queue page): your own assignments, by item, with your "
+            "labels, paginated; `progress` counts them. `status` filters: todo, drafts, done, "
+            "skipped. Managers see every annotator's under GET /api/assignments/."
+        ),
+    )
+    @action(detail=True, methods=["get"], permission_classes=MEMBERS)
+    def queue(self, request, slug=None):
+        study = self.get_object()
+        query = QueueQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        mine = queue_for_annotator(
+            study=study, user=request.user, status_filter=query.validated_data.get("status")
+        )
+        assignments = assignments_visible_to(request.user).filter(pk__in=mine.values("pk"))
+        page = self.paginate_queryset(assignments.order_by("item_id"))
+        response = self.get_paginated_response(
+            AssignmentSerializer(page, many=True, context={"request": request}).data
+        )
+        response.data["progress"] = _progress(queue_progress(study=study, user=request.user))
+        return response
+
+    @extend_schema(
+        parameters=[ITEM_ID],
+        responses={200: LabelingItemSerializer, 404: ERRORS[404]},
+        description=(
+            "An item of your queue as the labeling page shows it: your assignment and labels, "
+            "the issue with its thread and fixes, the dimensions as the study asks them. Save "
+            "and submit with POST /api/assignments/{id}/draft/ and …/submit/. An item that is "
+            "not in your queue is a 404 (labeling is blind)."
+        ),
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path=r"items/(?P<item_id>[^/.]+)/labeling",
+        permission_classes=MEMBERS,
+    )
+    def labeling(self, request, slug=None, item_id=None):
+        study = self.get_object()
+        assignment = assignment_get_for_annotator(
+            study=study, item_id=_item_id(item_id), user=request.user
+        )
+        if assignment is None:
+            raise NotFound("This item is not in your queue.")
+        issue = (
+            Issue.objects.select_related("repository")
+            .prefetch_related("comments", "linked_fixes")
+            .get(pk=assignment.item.issue_id)
+        )
+        item = LabelingItem(
+            assignment=assignments_visible_to(request.user).get(pk=assignment.pk),
+            issue=issue,
+            codebook_version=study.codebook_version_id,
+            dimensions=study_dimensions(study=study),
+            locked=assignment.status == Assignment.Status.SUBMITTED
+            and assignment.item.status != StudyItem.Status.OPEN,
+        )
+        return Response(LabelingItemSerializer(item, context={"request": request}).data)
