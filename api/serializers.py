@@ -2,6 +2,8 @@ from rest_framework import serializers
 
 from corpus.models import Issue, IssueComment, LinkedFix
 from corpus.records import is_http_url
+from labeling.agreement import DEFAULT_MIN_PAIR_ITEMS
+from labeling.agreement_report import MAX_MIN_PAIR_ITEMS
 from labeling.models import Round, Study
 from taxonomy.models import Category, Codebook, CodebookVersion, Dimension
 
@@ -133,3 +135,10 @@ class AgreementQuerySerializer(serializers.Serializer):
     weights = serializers.ChoiceField(choices=["linear", "quadratic"], required=False)
     bootstrap = serializers.IntegerField(required=False, min_value=0, max_value=10_000, default=0)
     seed = serializers.IntegerField(required=False, min_value=0, default=0)
+    min_pair_items = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_MIN_PAIR_ITEMS,
+        default=DEFAULT_MIN_PAIR_ITEMS,
+        help_text="a pair of annotators counts toward the mean kappa from this many shared items",
+    )

@@ -116,10 +116,13 @@ class StudyViewSet(StudySetupActions, StudyResolutionActions, viewsets.ReadOnlyM
         parameters=[AgreementQuerySerializer],
         responses={200: OpenApiTypes.OBJECT},
         description=(
-            "Agreement per dimension: percent agreement, Cohen's kappa per pair and mean (with "
-            "bootstrap 95% intervals when bootstrap > 0, at most 2000 resamples), Fleiss' kappa, "
-            "Krippendorff's alpha, per-category kappa. A dimension, round or repository the "
-            "study does not have is a 400. Managers and adjudicators of the study only."
+            "Agreement per dimension: percent agreement, Cohen's kappa per pair (with `counted`) "
+            "and its plain and n-weighted mean over the pairs sharing at least `min_pair_items` "
+            "items (default 10; bootstrap 95% intervals when bootstrap > 0, at most 2000 "
+            "resamples), Fleiss' kappa, Krippendorff's alpha, per-category kappa, and warnings "
+            "(fewer than 30 items, pairs left out, no pair counted). A dimension, round or "
+            "repository the study does not have is a 400. Managers and adjudicators of the "
+            "study only."
         ),
     )
     @action(
@@ -151,6 +154,7 @@ class StudyViewSet(StudySetupActions, StudyResolutionActions, viewsets.ReadOnlyM
             dimension_keys=params.get("dimension"),
             filters=filters,
             bootstrap=params["bootstrap"],
+            min_pair_items=params["min_pair_items"],
         )
         report = study_agreement_report(
             study=study,
@@ -160,6 +164,7 @@ class StudyViewSet(StudySetupActions, StudyResolutionActions, viewsets.ReadOnlyM
             weights=params.get("weights"),
             bootstrap=params["bootstrap"],
             seed=params["seed"],
+            min_pair_items=params["min_pair_items"],
         )
         return Response(report)
 

@@ -1,17 +1,25 @@
 """Agreement of a study: the label table from the database, and the report built on it.
 
-The arithmetic is in `labeling.agreement` (pure); this module only selects and shapes data.
+The arithmetic is in `labeling.agreement` (pure); this module only selects and shapes data. The
+label table is read once per report; the per-round and per-repository views split that one
+read by the items' round or repository instead of reading it again for each.
 """
 
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
 
 from common.exceptions import ApplicationError
-from labeling.agreement import dimension_agreement, interpret_kappa
+from labeling.agreement import (
+    DEFAULT_MIN_PAIR_ITEMS,
+    MIN_ITEMS_FOR_KAPPA,
+    dimension_agreement,
+    interpret_kappa,
+    kappa_undetermined_reason,
+)
 from labeling.models import Annotation, Assignment, Round, Study, StudyItem
 from labeling.selectors import study_dimensions
 from taxonomy.models import Category, Dimension
@@ -19,8 +27,11 @@ from taxonomy.models import Category, Dimension
 # Bootstrap resamples of one report, at most: each resample recomputes every pair's kappa, so
 # 10,000 held a web worker for most of a minute; 2,000 give stable 95% intervals.
 MAX_BOOTSTRAP = 2000
-# The page's "95% intervals" when no number of resamples is given.
+# The page's "95% intervals" (and the command's --intervals) when no number of resamples is given.
 PAGE_BOOTSTRAP = 1000
+# The largest minimum overlap a report takes: above any study's size it would only empty the
+# means, and a bound keeps the parameter a number people type, not an overflow.
+MAX_MIN_PAIR_ITEMS = 100_000
 
 
 @dataclass
@@ -49,16 +60,23 @@ def agreement_query_check(
     dimension_keys: Iterable[str] | None = None,
     filters: LabelTableFilter | None = None,
     bootstrap: int = 0,
+    min_pair_items: int = DEFAULT_MIN_PAIR_ITEMS,
 ) -> None:
     """Refuse what a report would silently answer with nothing, or take too long over: a
-    dimension, round or repository the study does not have, and more than MAX_BOOTSTRAP
-    resamples. The ApplicationError names the parameter in its details, as the API's 400 does;
-    the command and the page show its message."""
+    dimension, round or repository the study does not have, more than MAX_BOOTSTRAP
+    resamples, a minimum overlap outside 1..MAX_MIN_PAIR_ITEMS. The ApplicationError names the
+    parameter in its details, as the API's 400 does; the command and the page show its
+    message."""
     filters = filters or LabelTableFilter()
     if not 0 <= bootstrap <= MAX_BOOTSTRAP:
         raise ApplicationError(
             f"bootstrap is between 0 and {MAX_BOOTSTRAP:,} resamples.",
             {"bootstrap": [f"Ensure this value is between 0 and {MAX_BOOTSTRAP}."]},
+        )
+    if not 1 <= min_pair_items <= MAX_MIN_PAIR_ITEMS:
+        raise ApplicationError(
+            f"min_pair_items is between 1 and {MAX_MIN_PAIR_ITEMS:,} shared items.",
+            {"min_pair_items": [f"Ensure this value is between 1 and {MAX_MIN_PAIR_ITEMS}."]},
         )
     if dimension_keys:
         known = {dimension.key for dimension in study_dimensions(study=study)}
@@ -205,17 +223,23 @@ def study_agreement_report(
     weights: str | None = None,
     bootstrap: int = 0,
     seed: int = 0,
+    min_pair_items: int = DEFAULT_MIN_PAIR_ITEMS,
 ) -> dict:
     """The agreement report of DESIGN.md: per dimension, percent agreement, Cohen's kappa per
-    pair (mean, intervals), Fleiss' kappa, Krippendorff's alpha, per-category kappa.
+    pair (the plain and the n-weighted mean over the pairs sharing at least `min_pair_items`
+    items, intervals), Fleiss' kappa, Krippendorff's alpha, per-category kappa, warnings.
 
     Ordinal dimensions use `weights` ("linear" by default, or "quadratic") for Cohen's kappa.
+    `filters` of the report says what was asked, the minimum overlap included, so that every
+    rendering of the report can state it.
     """
     filters = filters or LabelTableFilter()
     tables = study_label_table(
         study=study, dimension_keys=dimension_keys, filters=filters, level=level
     )
-    dimensions = _dimensions_report(tables, weights=weights, bootstrap=bootstrap, seed=seed)
+    dimensions = _dimensions_report(
+        tables, weights=weights, bootstrap=bootstrap, seed=seed, min_pair_items=min_pair_items
+    )
     return {
         "study": study.slug,
         "filters": {
@@ -224,9 +248,18 @@ def study_agreement_report(
             "level": level,
             "bootstrap": bootstrap,
             "seed": seed,
+            "submitted_after": _iso(filters.submitted_after),
+            "submitted_before": _iso(filters.submitted_before),
+            "weights": weights,
+            "min_pair_items": min_pair_items,
+            "min_items_for_kappa": MIN_ITEMS_FOR_KAPPA,
         },
         "dimensions": dimensions,
     }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
 
 
 def _dimensions_report(
@@ -235,6 +268,7 @@ def _dimensions_report(
     weights: str | None = None,
     bootstrap: int = 0,
     seed: int = 0,
+    min_pair_items: int = DEFAULT_MIN_PAIR_ITEMS,
 ) -> dict[str, dict]:
     dimensions = {}
     for key, table in tables.items():
@@ -248,6 +282,7 @@ def _dimensions_report(
             weights=(weights or "linear") if table.dimension.ordinal else None,
             bootstrap=bootstrap,
             seed=seed,
+            min_pair_items=min_pair_items,
         )
         report["name"] = table.dimension.name
         report["multi_label"] = table.dimension.multi_label
@@ -267,51 +302,178 @@ def _rows_of_items(table: DimensionTable, item_ids: set[int]) -> DimensionTable:
     )
 
 
+def _reports_by_group(
+    tables: dict[str, DimensionTable],
+    items_by_group: dict[Hashable, set[int]],
+    *,
+    weights: str | None,
+    min_pair_items: int,
+) -> dict[Hashable, dict[str, dict]]:
+    """The dimensions' reports of each group of items (a round, a repository), from the one
+    label table already read."""
+    return {
+        group: _dimensions_report(
+            {key: _rows_of_items(table, item_ids) for key, table in tables.items()},
+            weights=weights,
+            min_pair_items=min_pair_items,
+        )
+        for group, item_ids in items_by_group.items()
+    }
+
+
+def kappa_summary(dimension: dict) -> dict:
+    """The headline of one dimension's report, for tables that set many of them side by side."""
+    kappa = dimension["cohen_kappa"]
+    return {
+        "name": dimension["name"],
+        "n_items": dimension["n_items"],
+        "mean": kappa["mean"],
+        "weighted_mean": kappa["weighted_mean"],
+        "n_pairs": kappa["n_pairs"],
+        "n_pairs_counted": kappa["n_pairs_counted"],
+        "warnings": dimension["warnings"],
+    }
+
+
 @dataclass
 class RoundStatus:
+    """A round's agreement and, when it carries a target kappa, its calibration verdict."""
+
     round: Round
     kappa_by_dimension: dict[str, float | None]
     target: float | None
-    failing: list[str]  # names of required dimensions below the target (or undefined)
+    failing: list[str]  # names of required dimensions whose mean kappa is below the target
+    # Required dimensions that cannot be judged (name -> why): no mean kappa, or fewer than
+    # MIN_ITEMS_FOR_KAPPA items. An undefined kappa is not a low one.
+    undetermined: dict[str, str] = field(default_factory=dict)
+    dimensions: dict[str, dict] = field(default_factory=dict)  # key -> kappa_summary
 
     @property
     def passed(self) -> bool | None:
+        """True when every required dimension reached the target; False when one fell below
+        it; None without a target, or when none fell below but some could not be judged."""
         if self.target is None:
             return None
-        return not self.failing
+        if self.failing:
+            return False
+        return None if self.undetermined else True
+
+    @property
+    def verdict(self) -> str:
+        if self.target is None:
+            return "no target"
+        if self.failing:
+            return "failed"
+        return "not judged" if self.undetermined else "passed"
+
+    @property
+    def wording(self) -> str:
+        """The verdict in one line, the same on every page and download."""
+        if self.target is None:
+            return "no target"
+        target = f"target κ {self.target:.2f}"
+        if self.verdict == "passed":
+            return f"{target} passed on every required dimension"
+        parts = []
+        if self.failing:
+            parts.append("not passed on: " + ", ".join(self.failing))
+        if self.undetermined:
+            parts.append(
+                "not judged: "
+                + ", ".join(f"{name} ({why})" for name, why in self.undetermined.items())
+            )
+        return f"{target} " + "; ".join(parts)
 
 
-def study_round_statuses(*, study: Study) -> list[RoundStatus]:
-    """Per round: the mean Cohen's kappa of each dimension, and, where the round carries a
-    target, whether every required dimension reached it."""
+def study_round_statuses(
+    *,
+    study: Study,
+    filters: LabelTableFilter | None = None,
+    level: int | None = None,
+    weights: str | None = None,
+    min_pair_items: int = DEFAULT_MIN_PAIR_ITEMS,
+) -> list[RoundStatus]:
+    """Per round: the mean Cohen's kappa of each dimension and, where the round carries a
+    target, whether every required dimension reached it. A required dimension whose kappa is
+    undefined or rests on fewer than MIN_ITEMS_FOR_KAPPA items is "not judged" with the
+    reason, never failed. `filters` narrow the labels (a round filter is ignored: every round
+    is listed)."""
+    filters = replace(filters or LabelTableFilter(), round_name=None)
     # The labels are read once and split by round, not read again for every round.
-    tables = study_label_table(study=study)
-    items_by_round: dict[int, set[int]] = defaultdict(set)
+    tables = study_label_table(study=study, filters=filters, level=level)
+    rounds = list(Round.objects.filter(study=study).order_by("position"))
+    items_by_round: dict[Hashable, set[int]] = {round_.id: set() for round_ in rounds}
     for item_id, round_id in StudyItem.objects.filter(study=study).values_list("id", "round_id"):
-        items_by_round[round_id].add(item_id)
+        items_by_round.setdefault(round_id, set()).add(item_id)
+    reports = _reports_by_group(
+        tables, items_by_round, weights=weights, min_pair_items=min_pair_items
+    )
     statuses = []
-    for round_ in Round.objects.filter(study=study).order_by("position"):
-        dimensions = _dimensions_report(
-            {key: _rows_of_items(table, items_by_round[round_.id]) for key, table in tables.items()}
-        )
-        kappas = {key: dimension["cohen_kappa"]["mean"] for key, dimension in dimensions.items()}
-        failing = []
+    for round_ in rounds:
+        dimensions = reports[round_.id]
+        failing: list[str] = []
+        undetermined: dict[str, str] = {}
         if round_.target_kappa is not None:
-            failing = [
-                dimension["name"]
-                for key, dimension in dimensions.items()
-                if dimension["required"]
-                and (kappas[key] is None or kappas[key] < round_.target_kappa)
-            ]
+            for dimension in dimensions.values():
+                if not dimension["required"]:
+                    continue
+                reason = kappa_undetermined_reason(dimension)
+                if reason is not None:
+                    undetermined[dimension["name"]] = reason
+                elif dimension["cohen_kappa"]["mean"] < round_.target_kappa:
+                    failing.append(dimension["name"])
         statuses.append(
             RoundStatus(
                 round=round_,
-                kappa_by_dimension=kappas,
+                kappa_by_dimension={
+                    key: dimension["cohen_kappa"]["mean"] for key, dimension in dimensions.items()
+                },
                 target=round_.target_kappa,
                 failing=failing,
+                undetermined=undetermined,
+                dimensions={key: kappa_summary(d) for key, d in dimensions.items()},
             )
         )
     return statuses
+
+
+def study_repository_agreement(
+    *,
+    study: Study,
+    dimension_keys: Iterable[str] | None = None,
+    filters: LabelTableFilter | None = None,
+    level: int | None = None,
+    weights: str | None = None,
+    min_pair_items: int = DEFAULT_MIN_PAIR_ITEMS,
+) -> dict[str, dict[str, dict]]:
+    """Per repository of the study ("owner/name", in name order), the kappa_summary of each
+    dimension: the numbers `study_agreement_report` gives with that repository as a filter,
+    from one read of the label table split by the items' repository."""
+    filters = filters or LabelTableFilter()
+    tables = study_label_table(
+        study=study, dimension_keys=dimension_keys, filters=filters, level=level
+    )
+    items = StudyItem.objects.filter(study=study).values_list(
+        "id", "issue__repository__owner", "issue__repository__name"
+    )
+    items_by_repository: dict[Hashable, set[int]] = defaultdict(set)
+    for item_id, owner, name in items.order_by():
+        items_by_repository[f"{owner}/{name}"].add(item_id)
+    wanted = sorted(
+        name
+        for name in items_by_repository
+        if filters.repository is None or name == filters.repository
+    )
+    reports = _reports_by_group(
+        tables,
+        {name: items_by_repository[name] for name in wanted},
+        weights=weights,
+        min_pair_items=min_pair_items,
+    )
+    return {
+        name: {key: kappa_summary(dimension) for key, dimension in reports[name].items()}
+        for name in wanted
+    }
 
 
 def report_rows(report: dict) -> list[dict]:
@@ -319,6 +481,8 @@ def report_rows(report: dict) -> list[dict]:
     rows = []
     for key, dimension in report["dimensions"].items():
         kappa = dimension["cohen_kappa"]
+        interval = kappa.get("ci95") or [None, None]
+        weighted_interval = kappa.get("weighted_ci95") or [None, None]
         rows.append(
             {
                 "dimension": key,
@@ -327,11 +491,17 @@ def report_rows(report: dict) -> list[dict]:
                 "n_annotators": dimension["n_annotators"],
                 "percent_agreement": dimension["percent_agreement"],
                 "cohen_kappa": kappa["mean"],
-                "ci95_low": kappa["ci95"][0] if kappa.get("ci95") else None,
-                "ci95_high": kappa["ci95"][1] if kappa.get("ci95") else None,
+                "ci95_low": interval[0],
+                "ci95_high": interval[1],
+                "weighted_kappa": kappa["weighted_mean"],
+                "weighted_ci95_low": weighted_interval[0],
+                "weighted_ci95_high": weighted_interval[1],
+                "n_pairs": kappa["n_pairs"],
+                "n_pairs_counted": kappa["n_pairs_counted"],
                 "fleiss_kappa": dimension["fleiss_kappa"],
                 "krippendorff_alpha": dimension["krippendorff_alpha"],
                 "interpretation": interpret_kappa(kappa["mean"]),
+                "warnings": dimension["warnings"],
             }
         )
     return rows

@@ -1,97 +1,320 @@
-"""The agreement report as paper-ready tables (CSV, Markdown, LaTeX) and as SVG-ready shapes
-(confusion heatmap, agreement by round). Pure functions over the report dict."""
+"""The agreement report as tables and as SVG-ready shapes (confusion heatmap, agreement by
+round). Pure functions over the report and its per-round and per-repository views.
 
-import csv
-import io
-from collections.abc import Sequence
+Every table is a `common.tables.Table`: the page shows it and it downloads as CSV, Markdown and
+LaTeX through the renderers of `common.tables`. Each caption states the filters and the minimum
+overlap the numbers rest on, and the notes carry the report's warnings, so that a table copied
+into a paper says what it counts.
+"""
 
-from labeling.agreement_report import report_rows
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-COLUMNS = [
-    ("name", "Dimension"),
-    ("n_items", "Items"),
-    ("n_annotators", "Annotators"),
-    ("percent_agreement", "% agreement"),
-    ("cohen_kappa", "Cohen's κ (mean)"),
-    ("ci95_low", "95% CI low"),
-    ("ci95_high", "95% CI high"),
-    ("fleiss_kappa", "Fleiss' κ"),
-    ("krippendorff_alpha", "Krippendorff's α"),
-    ("interpretation", "Landis & Koch"),
-]
+from common.tables import MISSING, Column, Table, table_csv, table_latex, table_markdown
+from labeling.agreement_report import RoundStatus, report_rows
 
+# Files a table downloads as: extension -> content type (see table_download).
+DOWNLOAD_FORMATS = {
+    "csv": "text/csv",
+    "md": "text/markdown",
+    "tex": "application/x-tex",
+}
 
-def _cell(value: object, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+WARNING_MARK = " *"
+
+_KAPPA = {"kind": "number", "digits": 3}
 
 
-def report_csv(report: dict) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["dimension", *[key for key, _ in COLUMNS]])
-    for row in report_rows(report):
-        writer.writerow(
-            [row["dimension"], *["" if row[key] is None else row[key] for key, _ in COLUMNS]]
-        )
-    return buffer.getvalue()
-
-
-def report_markdown(report: dict) -> str:
-    lines = [
-        "| " + " | ".join(title for _, title in COLUMNS) + " |",
-        "|"
-        + "|".join("---" if key in ("name", "interpretation") else "---:" for key, _ in COLUMNS)
-        + "|",
+def report_settings_text(report: dict, *, every_round: bool = False) -> str:
+    """What a report counts, in one sentence: study, filters, minimum overlap, intervals.
+    `every_round`: for tables listing the rounds, which ignore the round filter."""
+    filters = report["filters"]
+    level = filters.get("level")
+    parts = [
+        f"Study {report['study']}",
+        "every round" if every_round or not filters.get("round") else f"round {filters['round']}",
+        f"repository {filters['repository']}" if filters.get("repository") else "all repositories",
+        "leaf categories"
+        if level is None
+        else "categories rolled up to the top level"
+        if level == 0
+        else f"categories rolled up to level {level}",
     ]
-    for row in report_rows(report):
-        lines.append("| " + " | ".join(_cell(row[key]) for key, _ in COLUMNS) + " |")
-    return "\n".join(lines) + "\n"
-
-
-_LATEX_SPECIAL = str.maketrans(
-    {
-        "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-        "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
-    }
-)  # fmt: skip
-_LATEX_HEADERS = [
-    "Dimension", "Items", "Annotators", r"\% agr.", r"$\bar\kappa$", r"95\% CI",
-    r"Fleiss $\kappa$", r"$\alpha$", "Landis \\& Koch",
-]  # fmt: skip
-
-
-def report_latex(report: dict) -> str:
-    """A booktabs table body, ready for \\input in a paper."""
-    lines = [
-        r"\begin{tabular}{lrrrrcrrl}",
-        r"\toprule",
-        " & ".join(_LATEX_HEADERS) + r" \\",
-        r"\midrule",
-    ]
-    for row in report_rows(report):
-        interval = (
-            f"[{row['ci95_low']:.2f}, {row['ci95_high']:.2f}]"
-            if row["ci95_low"] is not None
-            else "-"
+    if filters.get("submitted_after"):
+        parts.append(f"labels submitted from {filters['submitted_after']}")
+    if filters.get("submitted_before"):
+        parts.append(f"labels submitted before {filters['submitted_before']}")
+    if filters.get("weights"):
+        parts.append(f"{filters['weights']} weights on ordinal dimensions")
+    parts.append(
+        f"a pair of annotators counts toward the mean κ when it shares at least "
+        f"{filters['min_pair_items']} items"
+    )
+    if filters.get("bootstrap"):
+        parts.append(
+            f"95% intervals from {filters['bootstrap']:,} bootstrap resamples of the items "
+            f"(seed {filters['seed']})"
         )
-        cells = [
-            row["name"].translate(_LATEX_SPECIAL),
-            str(row["n_items"]),
-            str(row["n_annotators"]),
-            _cell(row["percent_agreement"], 2),
-            _cell(row["cohen_kappa"], 2),
-            interval,
-            _cell(row["fleiss_kappa"], 2),
-            _cell(row["krippendorff_alpha"], 2),
-            (row["interpretation"] or "-").translate(_LATEX_SPECIAL),
+    return "; ".join(parts) + "."
+
+
+def _interval_columns(key: str, title: str, latex: str) -> list[Column]:
+    return [
+        Column(f"{key}_low", f"{title} 95% CI low", latex_title=latex + r" 95\% low", **_KAPPA),
+        Column(f"{key}_high", f"{title} 95% CI high", latex_title=latex + r" 95\% high", **_KAPPA),
+    ]
+
+
+def _mean_note(min_pair_items: int) -> str:
+    return (
+        f"Cohen's κ: the mean over the pairs of annotators that share at least {min_pair_items} "
+        "items and have a defined κ (pairs counted); weighted: each such pair weighted by the "
+        "items it shares."
+    )
+
+
+def dimension_table(report: dict) -> Table:
+    """Per dimension: items, annotators, pairs counted, percent agreement, mean and weighted
+    Cohen's κ (with their 95% intervals when the report has them), Fleiss' κ, Krippendorff's α
+    and the Landis & Koch wording. A dimension with warnings is marked, the warnings noted."""
+    intervals = bool(report["filters"].get("bootstrap"))
+    columns = [
+        Column("name", "Dimension"),
+        Column("n_items", "Items", "count"),
+        Column("n_annotators", "Annotators", "count"),
+        Column("n_pairs_counted", "Pairs counted", "count"),
+        Column("n_pairs", "Pairs", "count"),
+        Column("percent_agreement", "% agreement", "percent", latex_title=r"\% agr."),
+        Column("cohen_kappa", "Cohen's κ (mean)", latex_title=r"$\bar\kappa$", **_KAPPA),
+        *(_interval_columns("ci95", "κ", r"$\bar\kappa$") if intervals else []),
+        Column("weighted_kappa", "Cohen's κ (weighted)", latex_title=r"$\bar\kappa_n$", **_KAPPA),
+        *(_interval_columns("weighted_ci95", "weighted κ", r"$\bar\kappa_n$") if intervals else []),
+        Column("fleiss_kappa", "Fleiss' κ", latex_title=r"Fleiss $\kappa$", **_KAPPA),
+        Column("krippendorff_alpha", "Krippendorff's α", latex_title=r"$\alpha$", **_KAPPA),
+        Column("interpretation", "Landis & Koch"),
+    ]
+    rows = []
+    notes = [_mean_note(report["filters"]["min_pair_items"])]
+    for row in report_rows(report):
+        share = row["percent_agreement"]
+        rows.append(
+            row
+            | {
+                "name": row["name"] + (WARNING_MARK if row["warnings"] else ""),
+                "percent_agreement": None if share is None else 100 * share,
+            }
+        )
+        notes += [f"* {row['name']}: {warning}" for warning in row["warnings"]]
+    notes.append("Landis & Koch (1977) wording of the mean κ.")
+    return Table(
+        title="Inter-annotator agreement per dimension",
+        key="agreement",
+        columns=columns,
+        rows=rows,
+        caption=report_settings_text(report),
+        notes=notes,
+    )
+
+
+def _pair_counted_text(pair: dict, min_pair_items: int) -> str:
+    if pair["counted"]:
+        return "yes"
+    if pair["n"] < min_pair_items:
+        return f"no: fewer than {min_pair_items} shared items"
+    return "no: κ undefined"
+
+
+def pairs_table(report: dict, dimension_key: str) -> Table:
+    """One dimension's pairs of annotators: shared items, Cohen's κ (interval), counted or why
+    not; the notes give both means and the dimension's warnings."""
+    dimension = report["dimensions"][dimension_key]
+    kappa = dimension["cohen_kappa"]
+    min_pair_items = report["filters"]["min_pair_items"]
+    intervals = bool(report["filters"].get("bootstrap"))
+    columns = [
+        Column("a", "Annotator A"),
+        Column("b", "Annotator B"),
+        Column("n", "Shared items", "count"),
+        Column("kappa", "Cohen's κ", latex_title=r"$\kappa$", **_KAPPA),
+        *(_interval_columns("ci95", "κ", r"$\kappa$") if intervals else []),
+        Column("counted", "Counted in the mean"),
+    ]
+    rows = [
+        {
+            "a": pair["a"],
+            "b": pair["b"],
+            "n": pair["n"],
+            "kappa": pair["kappa"],
+            "ci95_low": pair["ci95"][0] if pair["ci95"] else None,
+            "ci95_high": pair["ci95"][1] if pair["ci95"] else None,
+            "counted": _pair_counted_text(pair, min_pair_items),
+        }
+        for pair in kappa["pairs"]
+    ]
+    notes = [
+        f"Mean κ over the {kappa['n_pairs_counted']} of {kappa['n_pairs']} pairs counted: "
+        f"{_number(kappa['mean'])}; weighted by shared items: {_number(kappa['weighted_mean'])}.",
+        _mean_note(min_pair_items),
+        *dimension["warnings"],
+    ]
+    return Table(
+        title=f"{dimension['name']}: Cohen's κ per pair of annotators",
+        key=f"agreement-pairs-{dimension_key}",
+        columns=columns,
+        rows=rows,
+        caption=report_settings_text(report),
+        notes=notes,
+    )
+
+
+def categories_table(report: dict, dimension_key: str) -> Table:
+    """One dimension's categories that were used, most used first: one-vs-rest κ and use."""
+    dimension = report["dimensions"][dimension_key]
+    used = sorted(
+        ((key, value) for key, value in dimension["per_category"].items() if value["support"]),
+        key=lambda entry: -entry[1]["support"],
+    )
+    return Table(
+        title=f"{dimension['name']}: agreement per category",
+        key=f"agreement-categories-{dimension_key}",
+        columns=[
+            Column("category", "Category"),
+            Column("kappa", "κ (one vs rest)", latex_title=r"$\kappa$ (one vs rest)", **_KAPPA),
+            Column("support", "Used", "count"),
+        ],
+        rows=[
+            {
+                "category": key or "(none applies)",
+                "kappa": value["kappa"],
+                "support": value["support"],
+            }
+            for key, value in used
+        ],
+        caption=report_settings_text(report),
+        notes=[
+            "κ (one vs rest): the category against all others, Cohen's κ averaged over the pairs "
+            f"sharing at least {report['filters']['min_pair_items']} items; used: ratings that "
+            "chose it, on items with two or more ratings.",
+            *dimension["warnings"],
+        ],
+    )
+
+
+def rounds_table(statuses: Sequence[RoundStatus], report: dict, dimension_key: str) -> Table:
+    """One dimension by round: items, mean and weighted κ, pairs counted, and each round's
+    target and calibration verdict (which weighs every required dimension)."""
+    name = report["dimensions"].get(dimension_key, {}).get("name", dimension_key)
+    rows, notes = [], []
+    for status in statuses:
+        summary = status.dimensions.get(dimension_key) or {}
+        rows.append(
+            {
+                "round": status.round.name,
+                "kind": status.round.get_kind_display(),
+                "n_items": summary.get("n_items"),
+                "mean": summary.get("mean"),
+                "weighted_mean": summary.get("weighted_mean"),
+                "n_pairs_counted": summary.get("n_pairs_counted"),
+                "target": status.target,
+                "calibration": status.wording,
+            }
+        )
+        notes += [f"{status.round.name}: {warning}" for warning in summary.get("warnings", [])]
+    return Table(
+        title=f"{name}: agreement by round",
+        key=f"agreement-rounds-{dimension_key}",
+        columns=[
+            Column("round", "Round"),
+            Column("kind", "Kind"),
+            Column("n_items", "Items", "count"),
+            Column("mean", "Cohen's κ (mean)", latex_title=r"$\bar\kappa$", **_KAPPA),
+            Column(
+                "weighted_mean", "Cohen's κ (weighted)", latex_title=r"$\bar\kappa_n$", **_KAPPA
+            ),
+            Column("n_pairs_counted", "Pairs counted", "count"),
+            Column("target", "Target κ", "number"),
+            Column("calibration", "Calibration"),
+        ],
+        rows=rows,
+        caption=report_settings_text(report, every_round=True),
+        notes=[
+            _mean_note(report["filters"]["min_pair_items"]),
+            "Calibration: a round passes when the mean κ of every required dimension reaches "
+            "its target; a dimension with an undefined κ or too few items is not judged, "
+            "never failed.",
+            *notes,
+        ],
+    )
+
+
+def repository_columns(repositories: Iterable[str]) -> list[Column]:
+    columns = [Column("name", "Dimension")]
+    for position, repository in enumerate(repositories):
+        columns += [
+            Column(f"r{position}_n_items", f"{repository}: items", "count"),
+            Column(f"r{position}_mean", f"{repository}: κ", latex_title=r"$\bar\kappa$", **_KAPPA),
+            Column(
+                f"r{position}_weighted_mean",
+                f"{repository}: weighted κ",
+                latex_title=r"$\bar\kappa_n$",
+                **_KAPPA,
+            ),
         ]
-        lines.append(" & ".join(cells) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}"]
-    return "\n".join(lines) + "\n"
+    return columns
+
+
+REPOSITORY_COLUMN_GROUP = 3  # items, mean κ, weighted κ
+
+
+def repositories_table(by_repository: dict[str, dict[str, dict]], report: dict) -> Table:
+    """Dimensions down, repositories side by side: per repository the items, the mean and the
+    weighted κ of each dimension (study_repository_agreement)."""
+    repositories = list(by_repository)
+    keys = list(report["dimensions"]) or list(next(iter(by_repository.values()), {}))
+    rows, notes = [], []
+    for key in keys:
+        row: dict[str, Any] = {"name": report["dimensions"].get(key, {}).get("name", key)}
+        marked = False
+        for position, repository in enumerate(repositories):
+            summary = by_repository[repository].get(key)
+            if summary is None:
+                continue
+            row["name"] = summary["name"]
+            row |= {
+                f"r{position}_n_items": summary["n_items"],
+                f"r{position}_mean": summary["mean"],
+                f"r{position}_weighted_mean": summary["weighted_mean"],
+            }
+            notes += [f"* {repository}, {summary['name']}: {w}" for w in summary["warnings"]]
+            marked = marked or bool(summary["warnings"])
+        row["name"] += WARNING_MARK if marked else ""
+        rows.append(row)
+    return Table(
+        title="Agreement per repository",
+        key="agreement-repositories",
+        columns=repository_columns(repositories),
+        rows=rows,
+        caption=report_settings_text(report),
+        notes=[_mean_note(report["filters"]["min_pair_items"]), *notes],
+    )
+
+
+def table_download(table: Table, file_format: str) -> str:
+    """A table as a file. CSV has no caption, so its first lines are comments ("# ") with the
+    title and caption (the filters) and the notes; spreadsheets and pandas skip them
+    (`comment="#"`)."""
+    if file_format == "csv":
+        comments = [f"{table.title}. {table.caption}", *table.notes]
+        return "".join(f"# {' '.join(line.split())}\n" for line in comments) + table_csv(table)
+    if file_format == "md":
+        return table_markdown(table)
+    if file_format == "tex":
+        return table_latex(table)
+    raise ValueError(f"file_format must be one of {sorted(DOWNLOAD_FORMATS)}")
+
+
+def _number(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.3f}"
 
 
 def heatmap_cells(confusion: dict, *, cell_size: int = 22) -> dict:

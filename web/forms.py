@@ -9,7 +9,8 @@ from django.http import QueryDict
 
 from corpus.models import Repository
 from corpus.selectors import IssueSelection, repository_names
-from labeling.agreement_report import MAX_BOOTSTRAP, PAGE_BOOTSTRAP
+from labeling.agreement import DEFAULT_MIN_PAIR_ITEMS
+from labeling.agreement_report import MAX_BOOTSTRAP, MAX_MIN_PAIR_ITEMS, PAGE_BOOTSTRAP
 from labeling.models import Membership, Round, Study
 from labeling.services.annotations import DimensionAnswer
 from labeling.services.setup import MAX_SEED, RoundPlan, SamplingRule
@@ -45,6 +46,9 @@ def int_or_none(value: str | None) -> int | None:
 
 
 class AgreementFilterForm(forms.Form):
+    """The agreement page's filters, and what the page shows (dimension, pair). Every link of
+    the page is built from `link_query`, so that it keeps what was chosen."""
+
     dimension = forms.ChoiceField(required=False)
     round = forms.ChoiceField(required=False)
     repository = forms.ChoiceField(required=False)
@@ -55,6 +59,12 @@ class AgreementFilterForm(forms.Form):
         choices=[("", "leaf categories"), ("0", "top-level categories")],
         label="Categories",
     )
+    min_pair_items = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_MIN_PAIR_ITEMS,
+        label=f"Pairs count from (shared items, default {DEFAULT_MIN_PAIR_ITEMS})",
+    )
     intervals = forms.BooleanField(required=False, label="95% intervals (bootstrap)")
     bootstrap = forms.IntegerField(
         required=False,
@@ -62,6 +72,8 @@ class AgreementFilterForm(forms.Form):
         max_value=MAX_BOOTSTRAP,
         label=f"Resamples (B, default {PAGE_BOOTSTRAP:,})",
     )
+    # "a,b": the pair of annotators whose confusion matrix is shown (usernames have no comma).
+    pair = forms.CharField(required=False, max_length=400, widget=forms.HiddenInput)
 
     def __init__(self, *args, study: Study, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -92,6 +104,20 @@ class AgreementFilterForm(forms.Form):
     def bootstrap_resamples(self, filters: dict) -> int:
         """Resamples for the intervals: none without them, PAGE_BOOTSTRAP unless given."""
         return (filters["bootstrap"] or PAGE_BOOTSTRAP) if filters["intervals"] else 0
+
+    def minimum_overlap(self, filters: dict) -> int:
+        """The minimum shared items of a counted pair: DEFAULT_MIN_PAIR_ITEMS unless given."""
+        return filters["min_pair_items"] or DEFAULT_MIN_PAIR_ITEMS
+
+    def link_query(self, filters: dict) -> dict[str, str]:
+        """The chosen values as query parameters, the way this form reads them back; what was
+        left to its default stays out, so that it follows the default."""
+        query = {}
+        for name, value in filters.items():
+            if value is None or value is False or value == "":
+                continue
+            query[name] = "on" if value is True else str(value)
+        return query
 
 
 # Setting a study up (/studies/new/)

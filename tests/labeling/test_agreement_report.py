@@ -260,22 +260,40 @@ def test_round_filter_and_calibration_target(grant_study, fifty_issues, tmp_path
     imported(grant_study, cohen_rows(fifty_issues), tmp_path)
     main = grant_study.rounds.get()
     pilot = Round.objects.create(
-        study=grant_study, name="Pilot", position=1, kind="pilot", target_kappa=0.8
+        study=grant_study, name="Pilot", position=1, kind="pilot", target_kappa=0.99
     )
-    pilot_items = StudyItem.objects.filter(study=grant_study).order_by("id")[:20]
+    pilot_items = StudyItem.objects.filter(study=grant_study).order_by("id")[:30]
     StudyItem.objects.filter(id__in=[i.id for i in pilot_items]).update(round=pilot)
     by_round = study_agreement_report(
         study=grant_study, filters=LabelTableFilter(round_name="Pilot")
     )
-    assert by_round["dimensions"]["decision"]["n_items"] == 20
+    decision = by_round["dimensions"]["decision"]
+    assert decision["n_items"] == 30
     statuses = {s.round.name: s for s in study_round_statuses(study=grant_study)}
     assert statuses[main.name].passed is None  # no target
-    assert statuses["Pilot"].passed is False
-    # Every required dimension counts; one with no ratings in the round has not passed either.
-    assert statuses["Pilot"].failing == ["Decision", "Reason", "Topics"]
+    assert statuses[main.name].verdict == "no target"
+    pilot_status = statuses["Pilot"]
+    assert pilot_status.kappa_by_dimension["decision"] == decision["cohen_kappa"]["mean"] < 0.99
+    assert pilot_status.passed is False
+    assert pilot_status.failing == ["Decision"]
+    # Dimensions with no ratings in the round are not judged, with the reason, never failed.
+    assert pilot_status.undetermined == {
+        "Reason": "no item with two or more ratings",
+        "Topics": "no item with two or more ratings",
+    }
+    assert pilot_status.wording == (
+        "target κ 0.99 not passed on: Decision; not judged: Reason (no item with two or more "
+        "ratings), Topics (no item with two or more ratings)"
+    )
     Round.objects.filter(pk=pilot.pk).update(target_kappa=-1.0)
-    statuses = {s.round.name: s for s in study_round_statuses(study=grant_study)}
-    assert statuses["Pilot"].failing == ["Reason", "Topics"]
+    pilot_status = {s.round.name: s for s in study_round_statuses(study=grant_study)}["Pilot"]
+    assert pilot_status.failing == []
+    assert pilot_status.passed is None and pilot_status.verdict == "not judged"
+    grant_study.required_dimensions = ["decision"]
+    grant_study.save(update_fields=["required_dimensions"])
+    pilot_status = {s.round.name: s for s in study_round_statuses(study=grant_study)}["Pilot"]
+    assert pilot_status.passed is True and pilot_status.verdict == "passed"
+    assert pilot_status.wording == "target κ -1.00 passed on every required dimension"
 
 
 @pytest.fixture
@@ -336,13 +354,15 @@ def test_agreement_page_and_downloads(filled_grant_study, people, client):
     assert "<svg" in html and "Confusion matrix of reader_a and reader_b" in html
     csv_download = client.get("/studies/grants/agreement/?download=csv")
     assert csv_download["Content-Disposition"].endswith('grants-agreement.csv"')
-    assert "decision,Decision,50,2,0.7,0.4" in csv_download.content.decode()
+    csv_lines = csv_download.content.decode().splitlines()
+    assert csv_lines[0].startswith("# Inter-annotator agreement per dimension. Study grants;")
+    assert "Decision,50,2,1,1,70.0,0.4,0.4,0.393939,0.4,fair" in csv_lines
     assert (
-        "| Decision | 50 | 2 | 0.700 | 0.400 |"
+        "| Decision | 50 | 2 | 1 | 1 | 70.0% | 0.400 | 0.400 | 0.394 | 0.400 | fair |"
         in client.get("/studies/grants/agreement/?download=md").content.decode()
     )
     latex = client.get("/studies/grants/agreement/?download=tex").content.decode()
-    assert "\\toprule" in latex and "Decision & 50 & 2 & 0.70 & 0.40" in latex
+    assert "\\toprule" in latex and "Decision & 50 & 2 & 1 & 1 & 70.0\\% & 0.400" in latex
 
 
 def test_agreement_page_is_for_managers_and_adjudicators(filled_grant_study, people, client):
@@ -359,7 +379,12 @@ def test_study_page_tells_whether_the_round_passed(filled_grant_study, people, c
     Round.objects.filter(study=filled_grant_study).update(target_kappa=0.8)
     client.force_login(people["manager"])
     html = client.get("/studies/grants/").content.decode()
-    assert "not passed on: Decision, Reason, Topics" in html
+    # Decision's kappa of 0.4 fails the target; Reason and Topics, without ratings, are not
+    # judged: an undefined kappa never fails a round.
+    assert (
+        "target κ 0.80 not passed on: Decision; not judged: Reason (no item with two or more "
+        "ratings), Topics (no item with two or more ratings)"
+    ) in html
     assert "/studies/grants/agreement/" in html
 
 

@@ -1,33 +1,46 @@
-"""The agreement page of a study and its downloads."""
+"""The agreement page of a study and its downloads.
+
+Every table of the page (per dimension, per pair, per category, per round, per repository) is a
+`common.tables.Table` from `labeling.agreement_tables`: the page shows it as it downloads, and
+every link of the page (dimension tabs, pair selection, downloads) keeps the chosen filters.
+"""
+
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.text import slugify
 
+from common.tables import Table, table_display_rows
 from labeling.access import study_can_see_agreement
+from labeling.agreement import DEFAULT_MIN_PAIR_ITEMS
 from labeling.agreement_report import (
     LabelTableFilter,
-    report_rows,
     study_agreement_report,
+    study_repository_agreement,
     study_round_statuses,
 )
 from labeling.agreement_tables import (
+    DOWNLOAD_FORMATS,
+    REPOSITORY_COLUMN_GROUP,
+    categories_table,
+    dimension_table,
     heatmap_cells,
-    report_csv,
-    report_latex,
-    report_markdown,
+    pairs_table,
+    repositories_table,
     round_chart_bars,
+    rounds_table,
+    table_download,
 )
 from web.forms import AgreementFilterForm
 from web.views.studies import study_or_404
 
-DOWNLOADS = {
-    "csv": (report_csv, "text/csv", "csv"),
-    "md": (report_markdown, "text/markdown", "md"),
-    "tex": (report_latex, "application/x-tex", "tex"),
-}
+FORMAT_NAMES = {"csv": "CSV", "md": "Markdown", "tex": "LaTeX"}
+# The tables of the page, by the `table` parameter of a download ("dimensions" by default).
+TABLES = ("dimensions", "pairs", "categories", "rounds", "repositories")
 
 
 @login_required
@@ -46,52 +59,156 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         filters = form.default_filters()
     else:
         filters = form.cleaned_filters() if form.is_bound else form.default_filters()
+    label_filters = LabelTableFilter(
+        round_name=filters["round"], repository=filters["repository"] or None
+    )
+    minimum_overlap = form.minimum_overlap(filters)
     report = study_agreement_report(
         study=study,
-        filters=LabelTableFilter(
-            round_name=filters["round"], repository=filters["repository"] or None
-        ),
+        filters=label_filters,
         level=filters["level"],
         bootstrap=form.bootstrap_resamples(filters),
         seed=0,
+        min_pair_items=minimum_overlap,
     )
-    download = request.GET.get("download")
-    if download in DOWNLOADS and status == 200:
-        render_table, content_type, extension = DOWNLOADS[download]
-        response = HttpResponse(render_table(report), content_type=f"{content_type}; charset=utf-8")
-        response["Content-Disposition"] = (
-            f'attachment; filename="{study.slug}-agreement.{extension}"'
-        )
-        return response
-
     dimension_key = filters["dimension"] or next(
         (key for key, d in report["dimensions"].items() if d["n_items"]),
         next(iter(report["dimensions"]), None),
     )
     selected = report["dimensions"].get(dimension_key)
-    pairs = selected["cohen_kappa"]["pairs"] if selected else []
-    pair = next((p for p in pairs if p["kappa"] is not None), pairs[0] if pairs else None)
-    statuses = study_round_statuses(study=study)
+    table_options = {"filters": label_filters, "level": filters["level"]}
+
+    def round_statuses():
+        return study_round_statuses(study=study, min_pair_items=minimum_overlap, **table_options)
+
+    def by_repository():
+        return study_repository_agreement(
+            study=study, min_pair_items=minimum_overlap, **table_options
+        )
+
+    download = request.GET.get("download")
+    if download in DOWNLOAD_FORMATS and status == 200:
+        table_name = request.GET.get("table") or "dimensions"
+        if table_name not in TABLES or (table_name != "dimensions" and selected is None):
+            return HttpResponse(
+                f"Unknown table: {table_name}. One of: {', '.join(TABLES)}.",
+                status=400,
+                content_type="text/plain; charset=utf-8",
+            )
+        table = {
+            "dimensions": lambda: dimension_table(report),
+            "pairs": lambda: pairs_table(report, dimension_key),
+            "categories": lambda: categories_table(report, dimension_key),
+            "rounds": lambda: rounds_table(round_statuses(), report, dimension_key),
+            "repositories": lambda: repositories_table(by_repository(), report),
+        }[table_name]()
+        response = HttpResponse(
+            table_download(table, download),
+            content_type=f"{DOWNLOAD_FORMATS[download]}; charset=utf-8",
+        )
+        response["Content-Disposition"] = (
+            f'attachment; filename="{_file_name(study.slug, table, filters, download)}"'
+        )
+        return response
+
+    query = form.link_query(filters)
+
+    def link(**changes: str | None) -> str:
+        chosen = {key: value for key, value in (query | changes).items() if value is not None}
+        return "?" + urlencode(chosen)
+
+    def downloads(table_name: str) -> list[tuple[str, str]]:
+        # The tables of one dimension name it, even when the page chose it as the default.
+        named = {} if table_name in ("dimensions", "repositories") else {"dimension": dimension_key}
+        return [
+            (name, link(download=extension, table=table_name, **named))
+            for extension, name in FORMAT_NAMES.items()
+        ]
+
+    main = dimension_table(report)
+    entries = {
+        "dimensions": _entry(
+            main,
+            downloads("dimensions"),
+            links=[link(dimension=key, pair=None) for key in report["dimensions"]],
+            current=list(report["dimensions"]).index(dimension_key) if selected else None,
+        )
+    }
+    statuses = round_statuses()
+    pair = None
+    if selected:
+        pairs = selected["cohen_kappa"]["pairs"]
+        chosen_pair = tuple((filters["pair"] or "").split(",", 1))
+        pair = next(
+            (p for p in pairs if (p["a"], p["b"]) == chosen_pair),
+            next((p for p in pairs if p["kappa"] is not None), pairs[0] if pairs else None),
+        )
+        entries["pairs"] = _entry(
+            pairs_table(report, dimension_key),
+            downloads("pairs"),
+            links=[link(dimension=dimension_key, pair=f"{p['a']},{p['b']}") for p in pairs],
+            current=pairs.index(pair) if pair else None,
+        )
+        entries["categories"] = _entry(
+            categories_table(report, dimension_key), downloads("categories")
+        )
+        entries["rounds"] = _entry(
+            rounds_table(statuses, report, dimension_key), downloads("rounds")
+        )
+    repositories = by_repository()
+    entries["repositories"] = _entry(
+        repositories_table(repositories, report),
+        downloads("repositories"),
+        groups=[(name, REPOSITORY_COLUMN_GROUP) for name in repositories],
+    )
     context = {
         "study": study,
         "oversees": True,
         "form": form,
-        "rows": report_rows(report),
+        "report": report,
+        "entries": entries,
         "dimension_key": dimension_key,
         "selected": selected,
-        "pairs": pairs,
-        "per_category": sorted(
-            (selected or {}).get("per_category", {}).items(),
-            key=lambda entry: -entry[1]["support"],
-        ),
         "pair": pair,
         "heatmap": heatmap_cells(pair["confusion"])
         if pair and "matrix" in pair["confusion"]
         else None,
-        "round_statuses": statuses,
         "round_bars": round_chart_bars(
             [(s.round.name, s.kappa_by_dimension.get(dimension_key)) for s in statuses]
         ),
-        "query": request.GET.urlencode(),
+        "min_pair_items": minimum_overlap,
     }
     return render(request, "web/agreement.html", context, status=status)
+
+
+def _entry(
+    table: Table,
+    downloads: list[tuple[str, str]],
+    *,
+    links: list[str] | None = None,
+    current: int | None = None,
+    groups: list[tuple[str, int]] | None = None,
+) -> dict:
+    """What the page's table partial needs: the table, its rows as text cells with their
+    alignment, a link on the first cell of each row (when given), the current row, column
+    groups over the header, and the download links."""
+    alignments = [column.alignment for column in table.columns]
+    rows = [
+        {
+            "cells": list(zip(cells, alignments, strict=True)),
+            "link": links[index] if links else None,
+            "current": index == current,
+        }
+        for index, cells in enumerate(table_display_rows(table))
+    ]
+    return {"table": table, "rows": rows, "downloads": downloads, "groups": groups or []}
+
+
+def _file_name(slug: str, table: Table, filters: dict, extension: str) -> str:
+    """`<study>-<table>[-<round>][-<repository>][-top-level][-min<N>].<ext>`: the filters are in
+    the name too, so that two downloads under different filters never overwrite each other."""
+    parts = [slug, table.key, filters["round"], filters["repository"]]
+    parts.append("top-level" if filters["level"] == 0 else None)
+    minimum = filters["min_pair_items"]
+    parts.append(f"min{minimum}" if minimum and minimum != DEFAULT_MIN_PAIR_ITEMS else None)
+    return "-".join(slugify(part) or "x" for part in parts if part) + f".{extension}"

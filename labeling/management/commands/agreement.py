@@ -5,19 +5,27 @@ from datetime import UTC, datetime
 from django.core.management.base import BaseCommand, CommandError
 
 from common.exceptions import ApplicationError
+from common.tables import Table, table_display_rows
 from common.text import iso_time_parse
+from labeling.agreement import DEFAULT_MIN_PAIR_ITEMS
 from labeling.agreement_report import (
     MAX_BOOTSTRAP,
+    MAX_MIN_PAIR_ITEMS,
+    PAGE_BOOTSTRAP,
     LabelTableFilter,
     agreement_query_check,
-    report_rows,
     study_agreement_report,
 )
+from labeling.agreement_tables import dimension_table
 from labeling.models import Study
 
 
 class Command(BaseCommand):
-    help = "Inter-annotator agreement of a study, per dimension (a table, or JSON)."
+    help = (
+        "Inter-annotator agreement of a study, per dimension: a table with the pairs counted, "
+        "the mean and weighted Cohen's kappa (and their 95% intervals with --intervals), the "
+        "filters and the warnings; or the full report as JSON."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--study", required=True)
@@ -29,10 +37,23 @@ class Command(BaseCommand):
         parser.add_argument("--level", type=int, help="roll categories up to this tree level")
         parser.add_argument("--weights", choices=["linear", "quadratic"])
         parser.add_argument(
+            "--min-pair-items",
+            type=int,
+            default=DEFAULT_MIN_PAIR_ITEMS,
+            help=(
+                "a pair of annotators counts toward the mean kappa when it shares at least this "
+                f"many items (default {DEFAULT_MIN_PAIR_ITEMS}, at most {MAX_MIN_PAIR_ITEMS})"
+            ),
+        )
+        parser.add_argument(
+            "--intervals",
+            action="store_true",
+            help=f"print 95%% intervals (bootstrap, {PAGE_BOOTSTRAP} resamples unless --bootstrap)",
+        )
+        parser.add_argument(
             "--bootstrap",
             type=int,
-            default=0,
-            help=f"resamples for 95%% CIs (at most {MAX_BOOTSTRAP})",
+            help=f"resamples for 95%% intervals, printed when > 0 (at most {MAX_BOOTSTRAP})",
         )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="the full report as JSON")
@@ -41,8 +62,15 @@ class Command(BaseCommand):
         study = Study.objects.filter(slug=options["study"]).first()
         if study is None:
             raise CommandError(f"No study {options['study']!r}.")
-        if not 0 <= options["bootstrap"] <= MAX_BOOTSTRAP:
+        bootstrap = options["bootstrap"]
+        if bootstrap is None:
+            bootstrap = PAGE_BOOTSTRAP if options["intervals"] else 0
+        elif options["intervals"] and bootstrap == 0:
+            raise CommandError("--intervals needs --bootstrap above 0 (or no --bootstrap).")
+        if not 0 <= bootstrap <= MAX_BOOTSTRAP:
             raise CommandError(f"--bootstrap must be between 0 and {MAX_BOOTSTRAP}.")
+        if not 1 <= options["min_pair_items"] <= MAX_MIN_PAIR_ITEMS:
+            raise CommandError(f"--min-pair-items must be between 1 and {MAX_MIN_PAIR_ITEMS}.")
         filters = LabelTableFilter(
             round_name=options["round_name"],
             repository=options["repository"],
@@ -54,7 +82,8 @@ class Command(BaseCommand):
                 study=study,
                 dimension_keys=options["dimension"],
                 filters=filters,
-                bootstrap=options["bootstrap"],
+                bootstrap=bootstrap,
+                min_pair_items=options["min_pair_items"],
             )
         except ApplicationError as error:
             raise CommandError(error.message) from error
@@ -64,22 +93,30 @@ class Command(BaseCommand):
             filters=filters,
             level=options["level"],
             weights=options["weights"],
-            bootstrap=options["bootstrap"],
+            bootstrap=bootstrap,
             seed=options["seed"],
+            min_pair_items=options["min_pair_items"],
         )
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2))
             return
-        self.stdout.write(
-            f"{'dimension':<22} {'items':>5} {'%agree':>7} {'kappa':>7} {'fleiss':>7} "
-            f"{'alpha':>7}  wording"
+        self.stdout.write(_as_text(dimension_table(report)))
+
+
+def _as_text(table: Table) -> str:
+    """A table for a terminal: its title and caption, aligned columns, then its notes."""
+    lines = [table.title, table.caption, ""]
+    header = [column.title for column in table.columns]
+    cells = table_display_rows(table)
+    widths = [max(len(text) for text in column) for column in zip(header, *cells, strict=True)]
+    for row in (header, *cells):
+        lines.append(
+            "  ".join(
+                text.ljust(width) if column.alignment == "left" else text.rjust(width)
+                for text, width, column in zip(row, widths, table.columns, strict=True)
+            ).rstrip()
         )
-        for row in report_rows(report):
-            self.stdout.write(
-                f"{row['dimension']:<22} {row['n_items']:>5} {_number(row['percent_agreement'])} "
-                f"{_number(row['cohen_kappa'])} {_number(row['fleiss_kappa'])} "
-                f"{_number(row['krippendorff_alpha'])}  {row['interpretation'] or '-'}"
-            )
+    return "\n".join([*lines, "", *table.notes])
 
 
 def _moment(text: str) -> datetime:
@@ -87,7 +124,3 @@ def _moment(text: str) -> datetime:
         return iso_time_parse(text, naive_zone=UTC)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 date or time: {text!r}") from error
-
-
-def _number(value: float | None) -> str:
-    return f"{value:>7.3f}" if value is not None else f"{'-':>7}"
