@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from api.assignments import AssignmentSerializer, assignments_visible_to
 from api.filters import IssueFilter
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember
+from api.report import StudyReportActions
 from api.resolutions import StudyResolutionActions
 from api.serializers import (
     AgreementQuerySerializer,
@@ -93,7 +94,9 @@ class IssueViewSet(viewsets.ReadOnlyModelViewSet):
         return issues.order_by("repository_id", "number")
 
 
-class StudyViewSet(StudySetupActions, StudyResolutionActions, viewsets.ReadOnlyModelViewSet):
+class StudyViewSet(
+    StudySetupActions, StudyResolutionActions, StudyReportActions, viewsets.ReadOnlyModelViewSet
+):
     """Studies the user is a member of (all for a superuser), with their agreement report, the
     next item to label, the setup routes (api.setup: create, preview, dashboard, members) and
     the resolution routes (api.resolutions)."""

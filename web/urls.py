@@ -3,6 +3,7 @@ from django.urls import path, register_converter
 from common.converters import IdConverter
 from web.views import account, agreement, codebooks, resolution, setup, sources, studies
 from web.views import export as export_views
+from web.views import report as report_views
 
 register_converter(IdConverter, "id")
 
@@ -31,6 +32,7 @@ urlpatterns = [
         name="item_discussion",
     ),
     path("studies/<slug:slug>/agreement/", agreement.agreement, name="agreement"),
+    path("studies/<slug:slug>/report/", report_views.report, name="report"),
     path("studies/<slug:slug>/disagreements/", resolution.disagreements, name="disagreements"),
     path("studies/<slug:slug>/export/", export_views.study_export, name="study_export"),
     path(
