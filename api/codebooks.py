@@ -172,7 +172,8 @@ class MappingRowSerializer(serializers.ModelSerializer):
 FROM = OpenApiParameter(
     "from", OpenApiTypes.INT, description="the earlier version (default: the one it is based on)"
 )
-FORMAT = OpenApiParameter("format", OpenApiTypes.STR, enum=list(EXPORT_FORMATS))
+# Not "format": DRF reads that one for its own content negotiation.
+FORMAT = OpenApiParameter("as", OpenApiTypes.STR, enum=list(EXPORT_FORMATS))
 STUDY = OpenApiParameter("study", OpenApiTypes.STR, description="Markdown: this study's counts")
 
 
@@ -418,7 +419,8 @@ class CodebookVersionEditorActions:
         parameters=[FORMAT, STUDY],
         responses={200: OpenApiTypes.OBJECT},
         description=(
-            "The version as a codebook file (json: the object; yaml) or as Markdown for a "
+            "The version (?as=json|yaml|markdown) as a codebook file (json: the object; yaml) "
+            "or as Markdown for a "
             "paper's appendix (with ?study=SLUG, that study's label and gold counts, for its "
             "managers and adjudicators)."
         ),
@@ -426,10 +428,10 @@ class CodebookVersionEditorActions:
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None):
         version = self.get_object()
-        export_format = request.query_params.get("format", "json")
+        export_format = request.query_params.get("as", "json")
         if export_format not in EXPORT_FORMATS:
             raise ApplicationError(
-                f"format is one of {', '.join(EXPORT_FORMATS)}.", {"format": ["unknown"]}
+                f"as is one of {', '.join(EXPORT_FORMATS)}.", {"as": ["unknown"]}
             )
         spec = codebook_version_to_spec(version=version)
         if export_format == "json":

@@ -4,6 +4,7 @@ from rest_framework.routers import DefaultRouter
 
 from api import views
 from api.assignments import AssignmentViewSet
+from api.codebooks import urlpatterns as codebook_urlpatterns
 from api.exports import ExportJobViewSet, StudyExportViewSet
 from api.queue import StudyQueueViewSet
 from api.sources import SourceViewSet, SyncRunViewSet
@@ -23,6 +24,7 @@ router.register("tokens", ApiTokenViewSet, basename="api-token")
 router.register("studies", StudyQueueViewSet, basename="study-queue")
 
 urlpatterns = [
+    *codebook_urlpatterns,
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path(

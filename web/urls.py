@@ -56,6 +56,21 @@ urlpatterns = [
         codebooks.codebook_version,
         name="codebook_version",
     ),
+    path(
+        "codebooks/versions/<id:version_id>/draft/",
+        codebooks.codebook_draft_new,
+        name="codebook_draft_new",
+    ),
+    path("codebooks/versions/<id:version_id>/edit/", codebooks.codebook_edit, name="codebook_edit"),
+    path(
+        "codebooks/versions/<id:version_id>/export/",
+        codebooks.codebook_export,
+        name="codebook_export",
+    ),
+    path("codebooks/diff/", codebooks.codebook_diff_page, name="codebook_diff"),
+    path("studies/<slug:slug>/codebook/", codebooks.study_codebook, name="study_codebook"),
+    path("studies/<slug:slug>/proposals/", codebooks.study_proposals_page, name="study_proposals"),
+    path("studies/<slug:slug>/recheck/", codebooks.study_recheck, name="study_recheck"),
     path("sources/", sources.sources, name="sources"),
     path("account/tokens/", account.account_tokens, name="account_tokens"),
 ]
