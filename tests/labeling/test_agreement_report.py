@@ -1,11 +1,14 @@
 """Agreement from the database: the CSV import, the label table, the report in its three
 interfaces (command, API, page), calibration rounds."""
 
+import itertools
 import json
+import re
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils.text import slugify
 from rest_framework.test import APIClient
 
 from labeling.agreement import dimension_agreement
@@ -415,3 +418,334 @@ def test_agreement_link_only_for_those_who_may_see_it(filled_grant_study, people
     assert "/studies/grants/agreement/" not in client.get("/studies/grants/queue/").content.decode()
     client.force_login(people["manager"])
     assert "/studies/grants/agreement/" in client.get("/studies/grants/").content.decode()
+
+
+# ------------------------------------------------------------------------------------------
+# Which pairs count, in every interface (issue 13): the report, the API, the command, the page
+# ------------------------------------------------------------------------------------------
+
+# reader_a and reader_b share 40 items with a kappa of 23/48 = 0.479; reader_c labels one more
+# item with reader_a and disagrees. Counting that one-item pair took the mean to 0.240.
+ISSUE_CELLS = [("yes", "yes", 11), ("yes", "no", 5), ("no", "yes", 5), ("no", "no", 19)]
+ISSUE_KAPPA = 23 / 48
+
+
+def issue_rows(issues) -> list[tuple[str, str, str, str]]:
+    pairs = [(a, b) for a, b, count in ISSUE_CELLS for _ in range(count)]
+    references = [f"{issue.repository.full_name}#{issue.number}" for issue in issues]
+    rows = []
+    for reference, (a, b) in zip(references, pairs, strict=False):
+        rows += [(reference, "reader_a", "decision", a), (reference, "reader_b", "decision", b)]
+    one_item = references[len(pairs)]
+    rows += [(one_item, "reader_a", "decision", "yes"), (one_item, "reader_c", "decision", "no")]
+    return rows
+
+
+@pytest.fixture
+def issue_study(grant_study, fifty_issues, tmp_path):
+    imported(grant_study, issue_rows(fifty_issues), tmp_path)
+    return grant_study
+
+
+def manager_api(people) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(people["manager"])
+    return client
+
+
+def test_the_issue_a_one_item_pair_no_longer_moves_the_mean(issue_study, people, capsys):
+    decision = study_agreement_report(study=issue_study)["dimensions"]["decision"]
+    kappa = decision["cohen_kappa"]
+    assert kappa["mean"] == pytest.approx(ISSUE_KAPPA) and round(kappa["mean"], 3) == 0.479
+    assert kappa["weighted_mean"] == pytest.approx(ISSUE_KAPPA)
+    assert (kappa["n_pairs"], kappa["n_pairs_counted"], kappa["min_pair_items"]) == (3, 1, 10)
+    pairs = {(p["a"], p["b"]): p for p in kappa["pairs"]}
+    assert pairs["reader_a", "reader_c"]["n"] == 1
+    assert pairs["reader_a", "reader_c"]["kappa"] == 0.0
+    assert pairs["reader_a", "reader_c"]["counted"] is False
+    assert pairs["reader_a", "reader_b"]["counted"] is True
+    assert (
+        "1 of 3 pairs share fewer than 10 items and are left out of the mean kappa."
+        in (decision["warnings"])
+    )
+
+    # The API says the same, and counting every pair brings back the issue's 0.240.
+    api = manager_api(people)
+    body = api.get("/api/studies/grants/agreement/?dimension=decision").json()
+    assert body["dimensions"]["decision"]["cohen_kappa"] == kappa
+    assert body["filters"]["min_pair_items"] == 10
+    every_pair = api.get("/api/studies/grants/agreement/?dimension=decision&min_pair_items=1")
+    kappa_of_all = every_pair.json()["dimensions"]["decision"]["cohen_kappa"]
+    assert round(kappa_of_all["mean"], 3) == 0.240
+    assert kappa_of_all["weighted_mean"] == pytest.approx(40 * ISSUE_KAPPA / 41)
+
+    call_command("agreement", "--study", "grants", "--dimension", "decision", "--json")
+    assert json.loads(capsys.readouterr().out)["dimensions"]["decision"]["cohen_kappa"] == kappa
+    call_command(
+        "agreement",
+        "--study",
+        "grants",
+        "--min-pair-items",
+        "1",
+        "--json",
+        "--dimension",
+        "decision",
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["filters"]["min_pair_items"] == 1
+    assert report["dimensions"]["decision"]["cohen_kappa"]["mean"] == kappa_of_all["mean"]
+
+
+@pytest.mark.parametrize("value", ["0", "100001", "many"])
+def test_the_minimum_overlap_is_bounded_in_the_api_page_and_command(
+    issue_study, people, client, value
+):
+    response = manager_api(people).get(f"/api/studies/grants/agreement/?min_pair_items={value}")
+    assert response.status_code == 400
+    assert set(response.json()["error"]["details"]) == {"min_pair_items"}
+    client.force_login(people["manager"])
+    page = client.get(f"/studies/grants/agreement/?min_pair_items={value}")
+    assert page.status_code == 400 and "min_pair_items: " in page.content.decode()
+    with pytest.raises(CommandError, match="min-pair-items"):
+        call_command("agreement", "--study", "grants", "--min-pair-items", value)
+
+
+def test_the_command_prints_intervals_weighted_mean_pairs_counted_and_warnings(issue_study, capsys):
+    call_command("agreement", "--study", "grants", "--dimension", "decision")
+    plain = capsys.readouterr().out
+    assert "95% CI" not in plain
+    assert "Cohen's κ (weighted)" in plain and "Pairs counted" in plain
+    assert "at least 10 items" in plain  # the minimum overlap is stated
+    assert "* Decision: 1 of 3 pairs share fewer than 10 items" in plain
+
+    call_command("agreement", "--study", "grants", "--dimension", "decision", "--intervals")
+    lines = capsys.readouterr().out.splitlines()
+    assert "95% intervals from 1,000 bootstrap resamples" in lines[1]
+    assert "κ 95% CI low" in lines[3] and "weighted κ 95% CI high" in lines[3]
+    assert lines[4].split()[:4] == ["Decision", "*", "41", "3"]  # items, annotators
+    report = study_agreement_report(study=issue_study, dimension_keys=["decision"], bootstrap=1000)
+    kappa = report["dimensions"]["decision"]["cohen_kappa"]
+    for value in (*kappa["ci95"], *kappa["weighted_ci95"]):
+        assert f"{value:.3f}" in lines[4]
+
+    call_command("agreement", "--study", "grants", "--bootstrap", "200", "--dimension", "decision")
+    assert "200 bootstrap resamples" in capsys.readouterr().out
+    with pytest.raises(CommandError, match="--intervals needs"):
+        call_command("agreement", "--study", "grants", "--intervals", "--bootstrap", "0")
+
+
+def page_links(html: str) -> list[dict[str, list[str]]]:
+    """The query of every link of the page that stays on it ("?..."), parsed."""
+    from html import unescape
+    from urllib.parse import parse_qs
+
+    return [parse_qs(unescape(href)[1:]) for href in re.findall(r'href="(\?[^"]*)"', html)]
+
+
+def test_every_link_of_the_page_keeps_the_filters(issue_study, people, client):
+    repository = sorted({i.issue.repository.full_name for i in issue_study.items.all()})[0]
+    chosen = {
+        "round": "Main",
+        "repository": repository,
+        "level": "0",
+        "intervals": "on",
+        "bootstrap": "50",
+        "min_pair_items": "5",
+    }
+    client.force_login(people["manager"])
+    page = client.get("/studies/grants/agreement/", chosen | {"dimension": "decision"})
+    assert page.status_code == 200
+    links = page_links(page.content.decode())
+    kinds = {
+        "dimension tab": [q for q in links if "download" not in q and "pair" not in q],
+        "pair": [q for q in links if "pair" in q],
+        "download": [q for q in links if "download" in q],
+    }
+    assert len(kinds["dimension tab"]) == 3  # decision, reason, topics
+    assert kinds["pair"] and len(kinds["download"]) == 5 * 3  # five tables, three formats
+    tables = {q["table"][0] for q in kinds["download"]}
+    assert tables == {"dimensions", "pairs", "categories", "rounds", "repositories"}
+    for query in links:
+        for name, value in chosen.items():
+            assert query.get(name) == [value], (name, query)
+    for query in kinds["pair"]:
+        assert query["dimension"] == ["decision"]
+
+
+def test_the_per_repository_table_equals_the_report_filtered_by_each_repository(
+    issue_study, people, client, django_assert_max_num_queries
+):
+    from labeling.agreement_report import study_repository_agreement
+
+    main = issue_study.rounds.get()
+    for options in ({}, {"min_pair_items": 1}, {"level": 0, "min_pair_items": 3}):
+        with django_assert_max_num_queries(6):  # one read of the labels, whatever the repositories
+            by_repository = study_repository_agreement(study=issue_study, **options)
+        assert len(by_repository) == 3
+        for repository, dimensions in by_repository.items():
+            filtered = study_agreement_report(
+                study=issue_study,
+                filters=LabelTableFilter(round_name=main.name, repository=repository),
+                **options,
+            )["dimensions"]
+            for key, summary in dimensions.items():
+                kappa = filtered[key]["cohen_kappa"]
+                assert summary["n_items"] == filtered[key]["n_items"]
+                assert summary["mean"] == kappa["mean"]
+                assert summary["weighted_mean"] == kappa["weighted_mean"]
+                assert summary["n_pairs_counted"] == kappa["n_pairs_counted"]
+                assert summary["warnings"] == filtered[key]["warnings"]
+    assert sum(d["decision"]["n_items"] for d in by_repository.values()) == 41
+
+    # The page shows them side by side: one column group per repository.
+    client.force_login(people["manager"])
+    html = client.get("/studies/grants/agreement/?min_pair_items=3").content.decode()
+    for repository in by_repository:
+        assert (
+            f'<th scope="colgroup" colspan="3" style="text-align: center;">{repository}</th>'
+            in (html)
+        )
+
+
+@pytest.mark.parametrize("table", ["dimensions", "pairs", "categories", "rounds", "repositories"])
+def test_every_table_downloads_with_its_filters(issue_study, people, client, table):
+    repository = sorted({i.issue.repository.full_name for i in issue_study.items.all()})[0]
+    query = {
+        "round": "Main",
+        "repository": repository,
+        "level": "0",
+        "min_pair_items": "5",
+        "dimension": "decision",
+        "table": table,
+    }
+    client.force_login(people["manager"])
+    stated = [
+        f"repository {repository}",
+        "categories rolled up to the top level",
+        "counts toward the mean κ when it shares at least 5 items",
+    ]
+    round_stated = "every round" if table == "rounds" else "round Main"
+    csv_file = client.get("/studies/grants/agreement/", query | {"download": "csv"})
+    assert csv_file.status_code == 200
+    first_line = csv_file.content.decode().splitlines()[0]
+    assert first_line.startswith("# ") and round_stated in first_line
+    assert all(words in first_line for words in stated)
+    name = csv_file["Content-Disposition"]
+    assert "main" in name and slugify(repository) in name and "top-level-min5" in name
+    markdown = client.get("/studies/grants/agreement/", query | {"download": "md"})
+    caption = next(
+        line for line in markdown.content.decode().splitlines() if line.startswith("Table: ")
+    )
+    assert round_stated in caption and all(words in caption for words in stated)
+    latex = client.get("/studies/grants/agreement/", query | {"download": "tex"}).content.decode()
+    caption = next(line for line in latex.splitlines() if line.startswith("\\caption{"))
+    assert round_stated in caption and f"repository {repository}" in caption
+    assert "at least 5 items" in caption
+
+
+def test_the_tables_say_which_pairs_count_and_note_the_warnings(issue_study, people, client):
+    client.force_login(people["manager"])
+    html = client.get("/studies/grants/agreement/?dimension=decision").content.decode()
+    assert "no: fewer than 10 shared items" in html
+    assert "1 of 3 pairs share fewer than 10 items and are left out of the mean kappa." in html
+    assert "over 1 of 3 pairs" in html and "weighted 0.479" in html
+    pairs = client.get("/studies/grants/agreement/?download=csv&table=pairs&dimension=decision")
+    lines = pairs.content.decode().splitlines()
+    assert "reader_a,reader_c,1,0.0,no: fewer than 10 shared items" in lines
+    assert any(line.startswith("# Mean κ over the 1 of 3 pairs counted: 0.479") for line in lines)
+    main = client.get("/studies/grants/agreement/?download=md").content.decode()
+    assert "| Decision \\* | 41 |" in main
+    assert "\\* Decision: 1 of 3 pairs share fewer than 10 items" in main
+
+
+# ------------------------------------------------------------------------------------------
+# Calibration rounds are never failed on an undefined kappa
+# ------------------------------------------------------------------------------------------
+
+
+def calibration(study) -> dict:
+    from labeling.agreement_report import study_round_statuses
+
+    return {status.round.name: status for status in study_round_statuses(study=study)}
+
+
+@pytest.fixture
+def decision_only(grant_study):
+    grant_study.required_dimensions = ["decision"]
+    grant_study.save(update_fields=["required_dimensions"])
+    Round.objects.filter(study=grant_study).update(target_kappa=0.6)
+    return grant_study
+
+
+def test_an_undefined_kappa_leaves_the_round_not_judged(
+    decision_only, fifty_issues, tmp_path, people, client
+):
+    # 40 items, everyone says "yes": kappa is 0/0, not a low kappa.
+    rows = []
+    for issue in fifty_issues[:40]:
+        reference = f"{issue.repository.full_name}#{issue.number}"
+        rows += [
+            (reference, "reader_a", "decision", "yes"),
+            (reference, "reader_b", "decision", "yes"),
+        ]
+    imported(decision_only, rows, tmp_path)
+    (status,) = calibration(decision_only).values()
+    assert status.kappa_by_dimension["decision"] is None
+    assert status.failing == [] and status.passed is None and status.verdict == "not judged"
+    assert status.undetermined == {"Decision": "kappa undefined (one category used throughout)"}
+    client.force_login(people["manager"])
+    expected = "target κ 0.60 not judged: Decision (kappa undefined (one category used throughout))"
+    assert expected in client.get("/studies/grants/").content.decode()
+    assert expected in client.get("/studies/grants/agreement/").content.decode()
+    rounds = client.get("/studies/grants/agreement/?download=csv&table=rounds").content.decode()
+    assert expected in rounds
+
+
+def test_too_few_items_or_no_pair_with_enough_overlap_leave_the_round_not_judged(
+    decision_only, fifty_issues, tmp_path
+):
+    # 20 items with a kappa of 0.5, below the target: too few to fail the round on.
+    cells = [("yes", "yes")] * 8 + [("no", "no")] * 7 + [("yes", "no")] * 2 + [("no", "yes")] * 3
+    rows = []
+    for issue, (a, b) in zip(fifty_issues, cells, strict=False):
+        reference = f"{issue.repository.full_name}#{issue.number}"
+        rows += [(reference, "reader_a", "decision", a), (reference, "reader_b", "decision", b)]
+    imported(decision_only, rows, tmp_path)
+    (status,) = calibration(decision_only).values()
+    decision = status.dimensions["decision"]
+    assert decision["n_items"] == 20 and decision["mean"] == pytest.approx(0.5)
+    assert status.failing == [] and status.passed is None
+    assert status.undetermined == {"Decision": "20 items with two or more ratings, fewer than 30"}
+
+
+def test_no_pair_sharing_enough_items_leaves_the_round_not_judged(
+    decision_only, fifty_issues, tmp_path
+):
+    # Three readers, each pair sharing 8 of 48 items... and the pairs' kappas are defined.
+    readers = ["reader_a", "reader_b", "reader_c", "reader_d"]
+    rows = []
+    for position, issue in enumerate(fifty_issues[:48]):
+        reference = f"{issue.repository.full_name}#{issue.number}"
+        first, second = (position // 8) % 6, position % 2
+        a, b = list(itertools.combinations(readers, 2))[first]
+        rows += [
+            (reference, a, "decision", "yes" if position % 3 else "no"),
+            (reference, b, "decision", "yes" if second else "no"),
+        ]
+    imported(decision_only, rows, tmp_path)
+    (status,) = calibration(decision_only).values()
+    summary = status.dimensions["decision"]
+    assert summary["n_items"] == 48 and summary["n_pairs"] == 6 and summary["mean"] is None
+    assert status.passed is None
+    assert status.undetermined == {"Decision": "no pair of annotators shares 10 or more items"}
+
+
+def test_a_defined_kappa_below_the_target_still_fails_the_round(filled_grant_study):
+    filled_grant_study.required_dimensions = ["decision"]
+    filled_grant_study.save(update_fields=["required_dimensions"])
+    Round.objects.filter(study=filled_grant_study).update(target_kappa=0.6)
+    (status,) = calibration(filled_grant_study).values()
+    assert status.failing == ["Decision"] and status.passed is False and not status.undetermined
+    Round.objects.filter(study=filled_grant_study).update(target_kappa=0.4)
+    (status,) = calibration(filled_grant_study).values()
+    assert status.passed is True  # 0.4 reaches 0.4
