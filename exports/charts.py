@@ -105,7 +105,7 @@ def bar_chart_svg(
             bar_y = y + 4 + index * BAR_HEIGHT
             text = MISSING if value is None else f"{value:,.{digits}f}{unit}"
             parts.append(
-                f'<rect x="{left:.1f}" y="{bar_y:.1f}" width="{length:.1f}" '
+                f'<rect class="bar" x="{left:.1f}" y="{bar_y:.1f}" width="{length:.1f}" '
                 f'height="{BAR_HEIGHT - 2}" fill="{PALETTE[index % len(PALETTE)]}">'
                 f"<title>{escape(label)}, {escape(name)}: {escape(text)}</title></rect>"
             )
@@ -154,7 +154,7 @@ def heatmap_svg(
             x = left + column * CELL
             share = count / peak
             parts.append(
-                f'<rect x="{x:.1f}" y="{y:.1f}" width="{CELL}" height="{CELL}" '
+                f'<rect class="cell" x="{x:.1f}" y="{y:.1f}" width="{CELL}" height="{CELL}" '
                 f'fill="{_shade(share)}" stroke="#d1d9e0"><title>{escape(label)} {TIMES} '
                 f"{escape(column_labels[column])}: {count}</title></rect>"
             )
@@ -211,13 +211,17 @@ def table_chart_svg(kind: str, table: Table) -> str:
     if kind == "agreement":
         dimensions = list(dict.fromkeys(row["dimension"] for row in table.rows))
         rounds = list(dict.fromkeys(row["round"] for row in table.rows))
-        kappa = {(row["dimension"], row["round"]): row["cohen_kappa"] for row in table.rows}
+        # Alpha, not the mean kappa: it is defined with missing ratings and few items, where
+        # the mean kappa leaves out pairs that share too few items and is often undefined.
+        alpha = {(row["dimension"], row["round"]): row["krippendorff_alpha"] for row in table.rows}
         return bar_chart_svg(
             key=table.key,
-            title=table.title,
-            description="Horizontal bar chart: mean Cohen's kappa per dimension, a bar per round.",
+            title=f"{table.title}: Krippendorff's α",
+            description=(
+                "Horizontal bar chart: Krippendorff's alpha per dimension, a bar per round."
+            ),
             labels=dimensions,
-            series=[(name, [kappa.get((d, name)) for d in dimensions]) for name in rounds],
+            series=[(name, [alpha.get((d, name)) for d in dimensions]) for name in rounds],
             maximum=1,
             digits=2,
         )

@@ -358,14 +358,20 @@ def agreement_by_round_table(*, study: Study, filters: ReportFilters | None = No
     ]
     if len(rounds) > 1:
         rounds.append(None)
-    reports = {
+    full_reports = {
         round_name: study_agreement_report(
             study=study,
             filters=LabelTableFilter(round_name=round_name, repository=filters.repository),
             level=filters.level,
-        )["dimensions"]
+        )
         for round_name in rounds
     }
+    reports = {round_name: report["dimensions"] for round_name, report in full_reports.items()}
+    # The rule of the mean kappa, when the report states it (pairs sharing too few items do not
+    # count, so the mean may be undefined where alpha is not).
+    minimum = next(
+        (r.get("filters", {}).get("min_pair_items") for r in full_reports.values()), None
+    )
     rows = []
     for dimension in study_dimensions(study=study):
         for round_name in rounds:
@@ -399,7 +405,7 @@ def agreement_by_round_table(*, study: Study, filters: ReportFilters | None = No
         rows=rows,
         caption=_caption(
             "Submitted labels of items with two or more ratings; Cohen's κ is the mean over "
-            "annotator pairs.",
+            "annotator pairs" + (f" sharing at least {minimum} items." if minimum else "."),
             filters.describe(),
         ),
     )

@@ -250,6 +250,9 @@ def test_agreement_by_round_reads_the_agreement_report_of_each_round(study):
     assert rows[("Root cause", "Main")]["n_items"] == 3
     assert rows[("Root cause", "Main")]["percent_agreement"] == pytest.approx(200 / 3)
     assert rows[("Root cause", "Pilot")]["percent_agreement"] == pytest.approx(100.0)
+    stated = study_agreement_report(study=study)["filters"].get("min_pair_items")
+    if stated:
+        assert f"sharing at least {stated} items" in table.caption
     only_pilot = agreement_by_round_table(study=study, filters=ReportFilters(round_name="Pilot"))
     assert {row["round"] for row in only_pilot.rows} == {"Pilot"}
 
