@@ -9,7 +9,10 @@ from taxonomy.models import Category, Codebook, CodebookVersion, Dimension
 
 
 def codebook_list() -> QuerySet[Codebook]:
-    return Codebook.objects.prefetch_related("versions").order_by("name")
+    """Every codebook by name, with its versions (newest first) and what each was based on."""
+    return Codebook.objects.prefetch_related(
+        Prefetch("versions", queryset=CodebookVersion.objects.select_related("based_on"))
+    ).order_by("name")
 
 
 def codebook_version_list_published() -> QuerySet[CodebookVersion]:

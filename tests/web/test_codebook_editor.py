@@ -267,3 +267,19 @@ def test_migrating_by_service_is_shown_in_the_history(client, study, people, dra
     login(client, "manager")
     page = client.get(reverse("study_codebook", args=["demo"])).content.decode()
     assert "Versions moved through" in page and ">0.1.0</td><td>0.2.0<" in page
+
+
+def test_the_codebook_list_reads_a_fixed_number_of_queries(client, study, draft):
+    login(client, "manager")
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as few:
+        assert client.get(reverse("codebooks")).status_code == 200
+    published = codebook_draft_publish(version=draft)
+    for label in ("0.3.0", "0.4.0"):
+        codebook_draft_create(version=published, label=label)
+    with CaptureQueriesContext(connection) as more:
+        page = client.get(reverse("codebooks")).content.decode()
+    assert "Changes since 0.2.0" in page and "Edit draft 0.4.0" in page
+    assert len(more) == len(few)
