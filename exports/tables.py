@@ -117,7 +117,8 @@ def _dimension(study: Study, key: str) -> Dimension:
 
 
 def _items(study: Study, filters: ReportFilters) -> QuerySet[StudyItem]:
-    items = StudyItem.objects.filter(study=study)
+    # No ordering: the model's (by study creation) would join the study into every count.
+    items = StudyItem.objects.filter(study=study).order_by()
     if filters.round_name:
         items = items.filter(round__name=filters.round_name)
     if filters.repository:
@@ -131,7 +132,6 @@ def _systems(study: Study, filters: ReportFilters) -> list[tuple[int, str]]:
     rows = (
         _items(study, filters)
         .values_list("issue__repository_id", "issue__repository__owner", "issue__repository__name")
-        .order_by()
         .distinct()
     )
     return sorted(((rid, f"{owner}/{name}") for rid, owner, name in rows), key=lambda r: r[1])
