@@ -93,6 +93,8 @@ def study_codebook_migrate(
         .order_by("id")
     )
     changed_assignments: set[int] = set()
+    changed: list[int] = []
+    flagged: dict[str, list[int]] = defaultdict(list)
     for batch in _batches(annotations):
         relabels = [
             _relabel(annotation.categories.all(), fates, categories, to_version)
@@ -100,11 +102,10 @@ def study_codebook_migrate(
         ]
         revisions = []
         for annotation, relabel in zip(batch, relabels, strict=True):
-            annotation.dimension_id = dimension_of[annotation.dimension_id]
             counts["annotations"] += 1
             if relabel.keys_after != relabel.keys_before:
                 counts["annotations_migrated"] += 1
-                annotation.version += 1
+                changed.append(annotation.id)
                 changed_assignments.add(annotation.assignment_id)
                 revisions.append(
                     AnnotationRevision(
@@ -122,13 +123,18 @@ def study_codebook_migrate(
             if relabel.review_note:
                 counts["annotations_flagged"] += 1
                 changed_assignments.add(annotation.assignment_id)
-                annotation.needs_review_since = now
-                annotation.review_note = relabel.review_note
-        Annotation.objects.bulk_update(
-            batch, ["dimension", "version", "needs_review_since", "review_note"]
-        )
+                flagged[relabel.review_note].append(annotation.id)
         _categories_replace(Annotation.categories.through, "annotation_id", batch, relabels)
         AnnotationRevision.objects.bulk_create(revisions)
+    # Grouped updates: a few statements, where bulk_update would build a CASE per row.
+    study_annotations = Annotation.objects.filter(assignment__item__study=study)
+    for old_id, new_id in dimension_of.items():
+        study_annotations.filter(dimension_id=old_id).update(dimension_id=new_id)
+    for chunk in _chunks(changed):
+        Annotation.objects.filter(pk__in=chunk).update(version=F("version") + 1)
+    for note, ids in flagged.items():
+        for chunk in _chunks(ids):
+            Annotation.objects.filter(pk__in=chunk).update(needs_review_since=now, review_note=note)
     # An open tab holding the old version's labels must reload rather than save over them.
     for chunk in _chunks(sorted(changed_assignments)):
         Assignment.objects.filter(pk__in=chunk).update(version=F("version") + 1)
@@ -136,6 +142,7 @@ def study_codebook_migrate(
     resolutions = (
         Resolution.objects.filter(item__study=study).prefetch_related("categories").order_by("id")
     )
+    changed, flagged = [], defaultdict(list)
     for batch in _batches(resolutions):
         relabels = [
             _relabel(resolution.categories.all(), fates, categories, to_version)
@@ -143,11 +150,10 @@ def study_codebook_migrate(
         ]
         revisions = []
         for resolution, relabel in zip(batch, relabels, strict=True):
-            resolution.dimension_id = dimension_of[resolution.dimension_id]
             counts["resolutions"] += 1
             if relabel.keys_after != relabel.keys_before:
                 counts["resolutions_migrated"] += 1
-                resolution.version += 1
+                changed.append(resolution.id)
                 revisions.append(
                     ResolutionRevision(
                         resolution=resolution,
@@ -161,15 +167,20 @@ def study_codebook_migrate(
                 )
             if relabel.review_note:
                 counts["resolutions_flagged"] += 1
-                # A decision recorded after this moment (updated_at later) settles the flag.
-                resolution.needs_review_since = now
-                resolution.updated_at = now
-                resolution.review_note = relabel.review_note
-        Resolution.objects.bulk_update(
-            batch, ["dimension", "version", "needs_review_since", "review_note", "updated_at"]
-        )
+                flagged[relabel.review_note].append(resolution.id)
         _categories_replace(Resolution.categories.through, "resolution_id", batch, relabels)
         ResolutionRevision.objects.bulk_create(revisions)
+    study_resolutions = Resolution.objects.filter(item__study=study)
+    for old_id, new_id in dimension_of.items():
+        study_resolutions.filter(dimension_id=old_id).update(dimension_id=new_id)
+    for chunk in _chunks(changed):
+        Resolution.objects.filter(pk__in=chunk).update(version=F("version") + 1)
+    for note, ids in flagged.items():
+        for chunk in _chunks(ids):
+            # A decision recorded after this moment (updated_at later) settles the flag.
+            Resolution.objects.filter(pk__in=chunk).update(
+                needs_review_since=now, updated_at=now, review_note=note
+            )
 
     study.codebook_version = to_version
     study.save(update_fields=["codebook_version", "updated_at"])
