@@ -150,7 +150,4 @@ class StudyReportActions:
         report_file = table_file(
             study=study, spec=spec, filters=filters, file_format=params["format"]
         )
-        response = HttpResponse(report_file.content, content_type=report_file.content_type)
-        response["Content-Disposition"] = f'attachment; filename="{report_file.name}"'
-        response["X-Content-Type-Options"] = "nosniff"
-        return response
+        return HttpResponse(report_file.content, headers=report_file.headers)

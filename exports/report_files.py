@@ -43,6 +43,16 @@ class ReportFile:
     content_type: str
     content: bytes
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """The headers of its download: an attachment, never sniffed into another type (an
+        SVG opened from the site must not become a page of its own)."""
+        return {
+            "Content-Type": self.content_type,
+            "Content-Disposition": f'attachment; filename="{self.name}"',
+            "X-Content-Type-Options": "nosniff",
+        }
+
 
 def report_file_name(*, study: Study, name: str, filters: ReportFilters, extension: str) -> str:
     """`<study>-<table>[-<round>][-<repository>][-parent].<ext>`: the filters are in the name, so

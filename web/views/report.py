@@ -29,11 +29,7 @@ FORMAT_NAMES = {"csv": "CSV", "md": "Markdown", "tex": "LaTeX", "svg": "SVG"}
 
 
 def _file_response(report_file: ReportFile) -> HttpResponse:
-    response = HttpResponse(report_file.content, content_type=report_file.content_type)
-    response["Content-Disposition"] = f'attachment; filename="{report_file.name}"'
-    # An SVG opened from the site must never be sniffed into a page of its own.
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
+    return HttpResponse(report_file.content, headers=report_file.headers)
 
 
 def _aligned(table: Table, rows: list[list[str]]) -> list[list[tuple[str, str]]]:
