@@ -10,7 +10,15 @@ into a paper says what it counts.
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from common.tables import MISSING, Column, Table, table_csv, table_latex, table_markdown
+from common.tables import (
+    MISSING,
+    Column,
+    Table,
+    latex_escape,
+    table_csv,
+    table_latex,
+    table_markdown,
+)
 from labeling.agreement_report import RoundStatus, report_rows
 
 # Files a table downloads as: extension -> content type (see table_download).
@@ -247,23 +255,32 @@ def rounds_table(statuses: Sequence[RoundStatus], report: dict, dimension_key: s
     )
 
 
+# Each repository's columns, side by side: their titles under the repository's name.
+REPOSITORY_COLUMN_TITLES = ("items", "κ", "weighted κ")
+
+
 def repository_columns(repositories: Iterable[str]) -> list[Column]:
     columns = [Column("name", "Dimension")]
+    items, mean, weighted = REPOSITORY_COLUMN_TITLES
     for position, repository in enumerate(repositories):
+        # LaTeX titles are printed as they are: the repository's name goes in escaped.
+        latex_name = latex_escape(repository)
         columns += [
-            Column(f"r{position}_n_items", f"{repository}: items", "count"),
-            Column(f"r{position}_mean", f"{repository}: κ", latex_title=r"$\bar\kappa$", **_KAPPA),
+            Column(f"r{position}_n_items", f"{repository}: {items}", "count"),
+            Column(
+                f"r{position}_mean",
+                f"{repository}: {mean}",
+                latex_title=latex_name + r": $\bar\kappa$",
+                **_KAPPA,
+            ),
             Column(
                 f"r{position}_weighted_mean",
-                f"{repository}: weighted κ",
-                latex_title=r"$\bar\kappa_n$",
+                f"{repository}: {weighted}",
+                latex_title=latex_name + r": $\bar\kappa_n$",
                 **_KAPPA,
             ),
         ]
     return columns
-
-
-REPOSITORY_COLUMN_GROUP = 3  # items, mean κ, weighted κ
 
 
 def repositories_table(by_repository: dict[str, dict[str, dict]], report: dict) -> Table:
@@ -285,8 +302,9 @@ def repositories_table(by_repository: dict[str, dict[str, dict]], report: dict) 
                 f"r{position}_mean": summary["mean"],
                 f"r{position}_weighted_mean": summary["weighted_mean"],
             }
-            notes += [f"* {repository}, {summary['name']}: {w}" for w in summary["warnings"]]
-            marked = marked or bool(summary["warnings"])
+            if summary["n_items"]:  # "no item" needs no note: the table says 0
+                notes += [f"* {repository}, {summary['name']}: {w}" for w in summary["warnings"]]
+                marked = marked or bool(summary["warnings"])
         row["name"] += WARNING_MARK if marked else ""
         rows.append(row)
     return Table(

@@ -25,7 +25,7 @@ from labeling.agreement_report import (
 )
 from labeling.agreement_tables import (
     DOWNLOAD_FORMATS,
-    REPOSITORY_COLUMN_GROUP,
+    REPOSITORY_COLUMN_TITLES,
     categories_table,
     dimension_table,
     heatmap_cells,
@@ -159,7 +159,8 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     entries["repositories"] = _entry(
         repositories_table(repositories, report),
         downloads("repositories"),
-        groups=[(name, REPOSITORY_COLUMN_GROUP) for name in repositories],
+        groups=[(name, len(REPOSITORY_COLUMN_TITLES)) for name in repositories],
+        titles=["Dimension", *(REPOSITORY_COLUMN_TITLES * len(repositories))],
     )
     context = {
         "study": study,
@@ -188,11 +189,14 @@ def _entry(
     links: list[str] | None = None,
     current: int | None = None,
     groups: list[tuple[str, int]] | None = None,
+    titles: list[str] | None = None,
 ) -> dict:
     """What the page's table partial needs: the table, its rows as text cells with their
     alignment, a link on the first cell of each row (when given), the current row, column
-    groups over the header, and the download links."""
+    groups over the header (with `titles`, the column titles under them), and the download
+    links."""
     alignments = [column.alignment for column in table.columns]
+    header = titles or [column.title for column in table.columns]
     rows = [
         {
             "cells": list(zip(cells, alignments, strict=True)),
@@ -201,7 +205,13 @@ def _entry(
         }
         for index, cells in enumerate(table_display_rows(table))
     ]
-    return {"table": table, "rows": rows, "downloads": downloads, "groups": groups or []}
+    return {
+        "table": table,
+        "header": list(zip(header, alignments, strict=True)),
+        "rows": rows,
+        "downloads": downloads,
+        "groups": groups or [],
+    }
 
 
 def _file_name(slug: str, table: Table, filters: dict, extension: str) -> str:
