@@ -26,7 +26,7 @@ from labeling.models import Study
 class ExportJobSerializer(serializers.ModelSerializer):
     study = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     requested_by = serializers.CharField(
-        source="requested_by.username", read_only=True, default=None
+        source="requested_by.username", read_only=True, default=None, allow_null=True
     )
     percent = serializers.IntegerField(read_only=True, help_text="rows written, in percent")
     download_url = serializers.SerializerMethodField(help_text="the file, once the job is done")
@@ -40,7 +40,7 @@ class ExportJobSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
         read_only_fields = fields
 
-    @extend_schema_field(OpenApiTypes.URI)
+    @extend_schema_field(serializers.URLField(allow_null=True))
     def get_download_url(self, job: ExportJob) -> str | None:
         if job.status != ExportJob.Status.DONE or not job.file:
             return None

@@ -9,7 +9,10 @@ from taxonomy.models import Category, Codebook, CodebookVersion, Dimension
 
 
 class CategorySerializer(serializers.ModelSerializer):
-    parent = serializers.SlugRelatedField(slug_field="key", read_only=True)
+    parent = serializers.SlugRelatedField(
+        slug_field="key", read_only=True, allow_null=True, help_text="null: a top-level category"
+    )
+    examples = serializers.ListField(child=serializers.CharField(), read_only=True)
 
     class Meta:
         model = Category
@@ -66,6 +69,9 @@ class LinkedFixSerializer(serializers.ModelSerializer):
 
 class IssueSerializer(serializers.ModelSerializer):
     repository = serializers.CharField(source="repository.full_name", read_only=True)
+    labels = serializers.ListField(
+        child=serializers.CharField(), read_only=True, help_text="GitHub label names"
+    )
     html_url = serializers.CharField(read_only=True)
 
     class Meta:
@@ -83,7 +89,28 @@ class IssueCommentSerializer(serializers.ModelSerializer):
         fields = ["github_id", "author", "body", "body_html", "created_at", "updated_at"]
 
 
+class IssueFacetVersionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    version = serializers.CharField()
+
+
+class IssueGpusSerializer(serializers.Serializer):
+    count = serializers.IntegerField(allow_null=True)
+    model = serializers.CharField(allow_null=True)
+
+
+class IssueFacetsSerializer(serializers.Serializer):
+    """Facts read from the issue's text (corpus.facets); empty for an issue not read yet."""
+
+    exceptions = serializers.ListField(child=serializers.CharField(), required=False)
+    features = serializers.ListField(child=serializers.CharField(), required=False)
+    versions = IssueFacetVersionSerializer(many=True, required=False)
+    gpus = IssueGpusSerializer(many=True, required=False, help_text="e.g. 8 x A100")
+    systems_mentioned = serializers.ListField(child=serializers.CharField(), required=False)
+
+
 class IssueDetailSerializer(IssueSerializer):
+    facets = IssueFacetsSerializer(read_only=True)
     comments = IssueCommentSerializer(many=True, read_only=True)
     linked_fixes = LinkedFixSerializer(many=True, read_only=True)
 
@@ -117,6 +144,13 @@ class StudySerializer(serializers.ModelSerializer):
 class StudyDetailSerializer(StudySerializer):
     """A study with how it was set up: `sampling` holds the selection, the sampling rule, the
     seed, the rounds and the counts per repository (labeling.services.setup.sampling_record)."""
+
+    required_dimensions = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        allow_null=True,
+        help_text="dimension keys needed to submit; null: as the codebook says",
+    )
 
     class Meta(StudySerializer.Meta):
         fields = [

@@ -4,7 +4,7 @@ Sources feed every study, so the endpoints are for superusers and managers of at
 study; what each call does is decided in the ingest modules (sources, follows, dispatch).
 """
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
@@ -23,6 +23,11 @@ from labeling.access import study_get_visible_to, study_list_visible_to
 class SyncRunSerializer(serializers.ModelSerializer):
     source = serializers.PrimaryKeyRelatedField(read_only=True)
     repository = serializers.CharField(source="source.repository.full_name", read_only=True)
+    counts = serializers.DictField(
+        child=serializers.IntegerField(),
+        read_only=True,
+        help_text="what the run did so far: seen, created, updated, unchanged, pages, ...",
+    )
 
     class Meta:
         model = SyncRun
@@ -36,6 +41,7 @@ class SyncRunSerializer(serializers.ModelSerializer):
 
 class StudyFollowSerializer(serializers.ModelSerializer):
     study = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    labels = serializers.ListField(child=serializers.CharField(), read_only=True)
 
     class Meta:
         model = StudyFollow
@@ -48,6 +54,10 @@ class SourceSerializer(serializers.ModelSerializer):
     renamed_to = serializers.CharField(source="repository.renamed_to", read_only=True)
     follows = StudyFollowSerializer(many=True, read_only=True)
     latest_run = serializers.SerializerMethodField()
+    labels = serializers.ListField(child=serializers.CharField(), read_only=True)
+    cursor = serializers.JSONField(
+        read_only=True, help_text="the sync's own bookmark (opaque: where the next sync starts)"
+    )
 
     class Meta:
         model = Source
@@ -58,7 +68,7 @@ class SourceSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
         read_only_fields = fields
 
-    @extend_schema(responses=SyncRunSerializer)
+    @extend_schema_field(SyncRunSerializer(allow_null=True))
     def get_latest_run(self, source: Source) -> dict | None:
         run = self.context.get("latest_runs", {}).get(source.pk)
         return SyncRunSerializer(run).data if run is not None else None

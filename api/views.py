@@ -3,18 +3,18 @@ querysets come from its selectors (an object outside them is a 404) and the role
 api.permissions."""
 
 from django.db.models import Prefetch
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from api.agreement import AgreementReportSerializer
 from api.assignments import AssignmentSerializer, assignments_visible_to
 from api.filters import IssueFilter
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember
 from api.report import StudyReportActions
-from api.resolutions import StudyResolutionActions
+from api.resolutions import ERRORS, StudyResolutionActions
 from api.serializers import (
     AgreementQuerySerializer,
     CodebookSerializer,
@@ -117,7 +117,7 @@ class StudyViewSet(
 
     @extend_schema(
         parameters=[AgreementQuerySerializer],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: AgreementReportSerializer, **ERRORS},
         description=(
             "Agreement per dimension: percent agreement, Cohen's kappa per pair (with `counted`) "
             "and its plain and n-weighted mean over the pairs sharing at least `min_pair_items` "
