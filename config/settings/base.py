@@ -191,7 +191,13 @@ CONTENT_SECURITY_POLICY = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "IssueCoder API",
-    "DESCRIPTION": "Collaborative labeling of GitHub issues for empirical studies.",
+    "DESCRIPTION": (
+        "Collaborative labeling of GitHub issues for empirical studies: everything the pages "
+        "do. Sign in (a session) or send a personal API token as `Authorization: Token <key>`; "
+        "tokens are made on /account/tokens/ or with POST /api/tokens/ in a signed-in session. "
+        "Lists are paginated (`page`, `page_size` up to 200); every error has one shape, "
+        '`{"error": {"code", "message", "details"}}`.'
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
