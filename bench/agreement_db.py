@@ -1,6 +1,8 @@
 """The agreement report from the database: a study of 10k items x 3 annotators x 9 dimensions
-(the starter codebook: single- and multi-label) stored in SQLite and PostgreSQL, then the label
-table query and the full report, without and with bootstrap intervals (B = 1000).
+(the starter codebook: single- and multi-label) over 3 repositories, stored in SQLite and
+PostgreSQL, then the label table query, the full report without and with bootstrap intervals
+(B = 1000), and the per-repository table (one read split by repository) beside the same
+numbers from one filtered report per repository.
 
     python bench/agreement_db.py [--items 10000] [--postgres URL]
 
@@ -23,7 +25,12 @@ def child(database_url: str, n_items: int) -> None:
     from django.utils import timezone
 
     from corpus.models import Issue, Repository
-    from labeling.agreement_report import study_agreement_report, study_label_table
+    from labeling.agreement_report import (
+        LabelTableFilter,
+        study_agreement_report,
+        study_label_table,
+        study_repository_agreement,
+    )
     from labeling.models import Annotation, Assignment, StudyItem
     from labeling.services.studies import study_create
     from taxonomy.codebook_file import codebook_file_read
@@ -37,12 +44,16 @@ def child(database_url: str, n_items: int) -> None:
     )
     users = [get_user_model().objects.create_user(f"annotator{i}") for i in range(3)]
     study = study_create(slug="bench", name="bench", codebook_version=version, k=3)
-    repository = Repository.objects.create(owner="bench", name="repo")
+    repositories = [Repository.objects.create(owner="bench", name=f"repo{i}") for i in range(3)]
     now = timezone.now()
     Issue.objects.bulk_create(
         [
             Issue(
-                repository=repository, number=n, title=f"issue {n}", created_at=now, updated_at=now
+                repository=repositories[n % 3],
+                number=n,
+                title=f"issue {n}",
+                created_at=now,
+                updated_at=now,
             )
             for n in range(1, n_items + 1)
         ],
@@ -100,6 +111,16 @@ def child(database_url: str, n_items: int) -> None:
         ("label table", lambda: study_label_table(study=study)),
         ("report", lambda: study_agreement_report(study=study)),
         ("report, B=1000", lambda: study_agreement_report(study=study, bootstrap=1000)),
+        ("by repository", lambda: study_repository_agreement(study=study)),
+        (
+            "filtered reports",
+            lambda: [
+                study_agreement_report(
+                    study=study, filters=LabelTableFilter(repository=r.full_name)
+                )
+                for r in repositories
+            ],
+        ),
     ):
         best = float("inf")
         for _ in range(3 if "B=" not in label else 1):
@@ -128,7 +149,7 @@ def main() -> None:
     print(f"study: {args.items} items x 3 annotators x 9 dimensions (starter codebook)")
     print(
         f"{'database':<11} {'annotations':>11} {'label table s':>13} {'report s':>9} "
-        f"{'report B=1000 s':>16}"
+        f"{'report B=1000 s':>16} {'by repository s':>16} {'3 filtered reports s':>21}"
     )
     with tempfile.TemporaryDirectory() as folder:
         for label, url in (
@@ -140,9 +161,14 @@ def main() -> None:
             result = run_child(__file__, url, str(args.items))
             print(
                 f"{label:<11} {result['annotations']:>11} {result['label table']:>13.2f} "
-                f"{result['report']:>9.2f} {result['report, B=1000']:>16.2f}"
+                f"{result['report']:>9.2f} {result['report, B=1000']:>16.2f} "
+                f"{result['by repository']:>16.2f} {result['filtered reports']:>21.2f}"
             )
     print("report = label table from the database plus the arithmetic of every dimension")
+    print(
+        "by repository = the per-repository table (one read split by repository); 3 filtered "
+        "reports = the same numbers from one report per repository"
+    )
 
 
 if __name__ == "__main__":
