@@ -41,6 +41,8 @@ NONE_APPLIES = "(none)"  # a CSV cell for an empty label set, as opposed to no l
 LIST_SEPARATOR = ";"
 # Rows per Parquet row group: the writer holds one group's columns at a time.
 PARQUET_BATCH_ROWS = 5_000
+CSV_BATCH_ROWS = 500
+CONVERT_ROWS = 500  # rows held as Python objects while Parquet converts them
 # The key of the Parquet file's metadata that holds the codebook, sampling and study settings.
 PARQUET_METADATA_KEY = b"issuecoder.dataset"
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -126,46 +128,32 @@ def parquet_schema(columns: Sequence[Column], *, metadata: dict[str, Any]) -> pa
 # --------------------------------------------------------------------------- rows <-> columns
 
 
-def row_flatten(
-    row: dict[str, Any], *, dimensions: Sequence[str], annotators: Sequence[str] | None
-) -> dict[str, Any]:
-    """A row's values by column name (lists stay lists, times stay datetimes)."""
-    fix_size = row.get("fix_size") or {}
-    round_ = row.get("round") or {}
-    codebook = row.get("codebook") or {}
-    flat = {
-        **{key: row.get(key) for key in ("issue", "repository", "system", "number", "url")},
-        **{key: row.get(key) for key in ("title", "state", "author", "created_at", "closed_at")},
-        "updated_at": row.get("updated_at"),
-        "github_labels": row.get("github_labels") or [],
-        "linked_fixes": row.get("linked_fixes") or [],
-        **{f"fix_size.{key}": fix_size.get(key) for key in _FIX_SIZES},
-        "study": row.get("study"),
-        "round.name": round_.get("name"),
-        "round.kind": round_.get("kind"),
-        "item_status": row.get("item_status"),
-        "annotators_needed": row.get("annotators_needed"),
-    }
-    labels = row.get("labels") or {}
-    for dimension in dimensions:
-        gold = labels.get(dimension) or {}
-        method = gold.get("method")
-        # No method: no resolution, hence no label set (an empty one would read "none applies").
-        flat[f"{dimension}.gold"] = gold.get("gold", []) if method else None
-        flat[f"{dimension}.gold_parent"] = gold.get("gold_parent", []) if method else None
-        flat[f"{dimension}.method"] = method
-    if annotators is not None:
-        raw = row.get("raw") or {}
-        for dimension in dimensions:
-            answers = raw.get(dimension) or {}
-            for annotator in annotators:
-                flat[f"{dimension}.raw.{annotator}"] = answers.get(annotator)
-    flat["codebook.name"] = codebook.get("name")
-    flat["codebook.version"] = codebook.get("version")
-    flat["codebook.hash"] = codebook.get("hash")
-    flat["sampling"] = row.get("sampling")
-    flat["study_settings"] = row.get("study_settings")
-    return flat
+_EMPTY: dict[str, Any] = {}
+
+
+def column_values(column: Column, rows: Sequence[dict[str, Any]]) -> list[Any]:
+    """One column's values for a batch of rows (lists stay lists, times stay datetimes). A
+    column at a time, in one comprehension, since a function call per cell was most of the
+    time of writing CSV and Parquet."""
+    name = column.name
+    head, _, rest = name.partition(".")
+    if rest in ("gold", "gold_parent"):
+        # No method: no resolution, hence no label set (an empty one reads "none applies").
+        return [
+            entry.get(rest, []) if (entry := (r.get("labels") or _EMPTY).get(head) or _EMPTY)
+            and entry.get("method") else None
+            for r in rows
+        ]  # fmt: skip
+    if rest == "method":
+        return [((r.get("labels") or _EMPTY).get(head) or _EMPTY).get("method") for r in rows]
+    if rest.startswith("raw."):
+        annotator = rest.removeprefix("raw.")
+        return [((r.get("raw") or _EMPTY).get(head) or _EMPTY).get(annotator) for r in rows]
+    if head in ("round", "codebook", "fix_size") and rest:
+        return [(r.get(head) or _EMPTY).get(rest) for r in rows]
+    if column.kind in ("list", "fixes"):
+        return [r.get(name) or [] for r in rows]
+    return [r.get(name) for r in rows]
 
 
 def row_nest(flat: dict[str, Any]) -> dict[str, Any]:
@@ -214,23 +202,41 @@ def jsonl_lines(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
 
 
 def csv_lines(
-    rows: Iterable[dict[str, Any]], *, dimensions: Sequence[str], annotators: Sequence[str] | None
+    rows: Iterable[dict[str, Any]],
+    *,
+    dimensions: Sequence[str],
+    annotators: Sequence[str] | None,
+    batch_rows: int = CSV_BATCH_ROWS,
 ) -> Iterator[bytes]:
-    """The header, then one flat record per row, as UTF-8 bytes (a record may span lines: a
-    title with a line break is quoted)."""
+    """The header, then the records of `batch_rows` rows at a time, as UTF-8 bytes (a record
+    may span lines: a title with a line break is quoted)."""
     columns = dataset_columns(dimensions=dimensions, annotators=annotators)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow([column.name for column in columns])
-    encoders = [(column.name, _CSV_ENCODERS[column.kind]) for column in columns]
-    for row in rows:
-        flat = row_flatten(row, dimensions=dimensions, annotators=annotators)
-        writer.writerow([encode(flat[name]) for name, encode in encoders])
+    encoders = [_CSV_ENCODERS[column.kind] for column in columns]
+    for batch in _batches(rows, batch_rows):
+        cells = [
+            encode(column_values(column, batch))
+            for column, encode in zip(columns, encoders, strict=True)
+        ]
+        writer.writerows(zip(*cells, strict=True))
         yield buffer.getvalue().encode()
         buffer.seek(0)
         buffer.truncate()
     if buffer.tell():  # no row: the header alone
         yield buffer.getvalue().encode()
+
+
+def _batches(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def jsonl_write(rows: Iterable[dict[str, Any]], stream: IO[bytes]) -> int:
@@ -278,29 +284,32 @@ def parquet_write(
     metadata: dict[str, Any],
     batch_rows: int = PARQUET_BATCH_ROWS,
 ) -> int:
-    """Row groups of `batch_rows` rows through ParquetWriter, so that one group is in memory at a
-    time; `metadata` (codebook, sampling, study settings) also goes into the file's key-value
-    metadata. Returns the number of rows."""
+    """Row groups of `batch_rows` rows through ParquetWriter; `metadata` (codebook, sampling,
+    study settings) also goes into the file's key-value metadata. Rows become Arrow record
+    batches CONVERT_ROWS at a time, so that only those are held as Python objects (a few
+    kilobytes a row) while a row group gathers in Arrow's compact form. Returns the number of
+    rows."""
     columns = dataset_columns(dimensions=dimensions, annotators=annotators)
     schema = parquet_schema(columns, metadata=metadata)
+    encoders = [_PARQUET_ENCODERS.get(column.kind) for column in columns]
     count = 0
+    group: list[pa.RecordBatch] = []
+    grouped = 0
     with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
-        batch: dict[str, list[Any]] = {column.name: [] for column in columns}
-        encoders = [(column.name, _PARQUET_ENCODERS.get(column.kind)) for column in columns]
-        pending = 0
-        for row in rows:
-            flat = row_flatten(row, dimensions=dimensions, annotators=annotators)
-            for name, encode in encoders:
-                batch[name].append(encode(flat[name]) if encode else flat[name])
-            pending += 1
-            if pending == batch_rows:
-                writer.write_table(pa.Table.from_pydict(batch, schema=schema))
-                count += pending
-                pending = 0
-                batch = {column.name: [] for column in columns}
-        if pending or not count:
-            writer.write_table(pa.Table.from_pydict(batch, schema=schema))
-            count += pending
+        for batch in _batches(rows, min(CONVERT_ROWS, batch_rows)):
+            values = [column_values(column, batch) for column in columns]
+            arrays = [
+                pa.array(encode(column) if encode else column, type=field.type)
+                for column, encode, field in zip(values, encoders, schema, strict=True)
+            ]
+            group.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+            grouped += len(batch)
+            if grouped >= batch_rows:
+                writer.write_table(pa.Table.from_batches(group, schema=schema))
+                count, group, grouped = count + grouped, [], 0
+        if group or not count:
+            writer.write_table(pa.Table.from_batches(group, schema=schema))
+            count += grouped
     return count
 
 
@@ -318,38 +327,43 @@ def _csv_list(values: Sequence[str] | None) -> str:
     return LIST_SEPARATOR.join(values)
 
 
-def _csv_labels(values: Sequence[str] | None) -> str:
-    if values is None:
-        return ""
-    return LIST_SEPARATOR.join(values) if values else NONE_APPLIES
+def _shared(encode: Callable[[Any], Any]) -> Callable[[list[Any]], list[Any]]:
+    """A column encoder that encodes a value once when consecutive rows share it (the
+    codebook, sampling and settings are one object in every row)."""
+
+    def encode_column(values: list[Any]) -> list[Any]:
+        encoded: list[Any] = []
+        last: Any = _EMPTY
+        last_encoded: Any = None
+        for value in values:
+            if value is not last:
+                last, last_encoded = value, encode(value)
+            encoded.append(last_encoded)
+        return encoded
+
+    return encode_column
 
 
-def _csv_json(value: Any) -> str:
-    if value is None or value == []:
-        return ""
-    return orjson.dumps(value, option=orjson.OPT_UTC_Z).decode()
-
-
-def _parquet_json(value: Any) -> str | None:
+def _json_text(value: Any) -> str | None:
     return None if value is None else orjson.dumps(value, option=orjson.OPT_UTC_Z).decode()
 
 
-def _parquet_fixes(fixes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{key: fix.get(key) for key in _FIX_FIELDS} for fix in fixes]
-
-
-_CSV_ENCODERS: dict[str, Callable[[Any], str]] = {
-    "text": lambda value: "" if value is None else str(value),
-    "int": lambda value: "" if value is None else str(value),
-    "time": _csv_time,
-    "list": _csv_list,
-    "labels": _csv_labels,
-    "json": _csv_json,
-    "fixes": _csv_json,
+_CSV_ENCODERS: dict[str, Callable[[list[Any]], list[str]]] = {
+    "text": lambda values: ["" if v is None else v for v in values],
+    "int": lambda values: ["" if v is None else str(v) for v in values],
+    "time": lambda values: [_csv_time(v) for v in values],
+    "list": lambda values: [_csv_list(v) for v in values],
+    "labels": lambda values: [
+        "" if v is None else LIST_SEPARATOR.join(v) if v else NONE_APPLIES for v in values
+    ],
+    "json": _shared(lambda value: "" if value is None else _json_text(value)),
+    "fixes": lambda values: [_json_text(v) if v else "" for v in values],
 }
-_PARQUET_ENCODERS: dict[str, Callable[[Any], Any]] = {
-    "json": _parquet_json,
-    "fixes": _parquet_fixes,
+_PARQUET_ENCODERS: dict[str, Callable[[list[Any]], list[Any]]] = {
+    "json": _shared(_json_text),
+    "fixes": lambda values: [
+        [{key: fix.get(key) for key in _FIX_FIELDS} for fix in fixes] for fixes in values
+    ],
 }
 
 
