@@ -18,6 +18,14 @@ class IssueFilter(filters.FilterSet):
         help_text="comma-separated GitHub labels the issue carries, all of them (case-insensitive)",
     )
 
+    # A choice, not a BooleanFilter: that one ignores a value it cannot read ("maybe"), and an
+    # unknown filter value is a 400 everywhere in the API.
+    is_pull_request = filters.TypedChoiceFilter(
+        choices=[("true", "true"), ("false", "false")],
+        coerce=lambda value: value == "true",
+        help_text="true: pull requests only; false: issues only",
+    )
+
     class Meta:
         model = Issue
         fields = ["repository__owner", "repository__name", "state", "is_pull_request"]

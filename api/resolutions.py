@@ -35,6 +35,7 @@ from labeling.access import (
     item_get_for_resolution,
     study_roles,
 )
+from labeling.agreement_report import LabelTableFilter, agreement_query_check
 from labeling.disagreements import (
     AnnotatorColumn,
     DimensionRow,
@@ -378,11 +379,12 @@ class StudyResolutionActions:
 
     @extend_schema(
         parameters=[DisagreementQuerySerializer],
-        responses={200: DisagreementPageSerializer, 403: ERRORS[403], 404: ERRORS[404]},
+        responses={200: DisagreementPageSerializer, **ERRORS},
         description=(
             "The open disagreements of the study (a dimension of an item in resolution without "
             "its gold label), oldest item first, paginated; `counts` gives how many each filter "
-            "value leaves. Managers and adjudicators of the study."
+            "value leaves. A dimension, round or repository the study does not have is a 400. "
+            "Managers and adjudicators of the study."
         ),
     )
     @action(detail=True, methods=["get"], permission_classes=OVERSEERS)
@@ -391,6 +393,15 @@ class StudyResolutionActions:
         query = DisagreementQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
+        # A dimension, round or repository the study does not have is a 400 naming it, as for
+        # the agreement report, not an empty queue passed off as "no disagreements".
+        agreement_query_check(
+            study=study,
+            dimension_keys=[params["dimension"]] if params.get("dimension") else None,
+            filters=LabelTableFilter(
+                round_name=params.get("round"), repository=params.get("repository")
+            ),
+        )
         filters = DisagreementFilter(
             dimension=params.get("dimension"),
             conflict=params.get("conflict"),

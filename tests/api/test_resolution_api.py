@@ -121,10 +121,11 @@ def test_disagreement_filters_narrow_the_rows_and_count_the_other_choices(api, d
         "/api/studies/demo/disagreements/", {"conflict": "checkpointing vs data_loading"}
     ).json()
     assert [row["dimension"] for row in body["results"]] == ["training_stage"]
-    assert client.get("/api/studies/demo/disagreements/", {"round": "nope"}).json()["count"] == 0
-    assert (
-        client.get("/api/studies/demo/disagreements/", {"repository": "a/b"}).json()["count"] == 0
-    )
+    # A round or repository the study does not have is a 400 naming it, as for agreement.
+    for parameter, value in (("round", "nope"), ("repository", "a/b")):
+        refused = client.get("/api/studies/demo/disagreements/", {parameter: value})
+        assert refused.status_code == 400
+        assert parameter in refused.json()["error"]["details"]
 
 
 def test_the_adjudicator_resolves_the_item_through_the_api(api, disputed):
