@@ -2,24 +2,12 @@
 labels and unfinished items, made through the services, for the dataset export's tests. Test
 modules take it with `resolved_study_make` in a fixture of their own."""
 
-from labeling.models import Assignment, Study, StudyItem
-from labeling.services.annotations import DimensionAnswer, assignment_save
+from labeling.models import Study
 from labeling.services.resolutions import resolution_decide
 from labeling.services.studies import round_save, study_create, study_items_add
-from tests.conftest import SCREENED_IN
+from tests.labeling.test_resolution import submit  # SCREENED_IN with changes, submitted
 
 SAMPLING = {"method": "random", "size": 12, "seed": 7, "selection": {"state": "closed"}}
-
-
-def submit(item: StudyItem, user, **changes: list[str]) -> None:
-    """`user` submits SCREENED_IN on `item`, with `changes` applied."""
-    answers = {**SCREENED_IN, **changes}
-    assignment_save(
-        assignment=Assignment.objects.get(item=item, annotator=user),
-        user=user,
-        answers={key: DimensionAnswer(category_keys=keys) for key, keys in answers.items()},
-        submit=True,
-    )
 
 
 def resolved_study_make(codebook_version, sample_issues, people, make_user) -> Study:
