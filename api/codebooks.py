@@ -379,7 +379,9 @@ class CodebookVersionEditorActions:
             rows = CategoryMapping.objects.filter(to_version=version).select_related(
                 "from_category__dimension", "to_category"
             )
-            return Response(MappingRowSerializer(rows, many=True).data)
+            # A list like every other: paginated (and documented so).
+            page = self.paginate_queryset(rows.order_by("id"))
+            return self.get_paginated_response(MappingRowSerializer(page, many=True).data)
         version = self._editable(request)
         data = _valid(MappingSerializer, request)
         created = draft_mapping_declare(
