@@ -42,7 +42,7 @@ from labeling.models import Annotation, Assignment, Resolution, Round, Study, St
 from labeling.selectors import study_dimensions
 from taxonomy.models import Category
 
-CHUNK_SIZE = 5_000
+CHUNK_SIZE = 2_000
 FIX_SIZES = ("files_changed", "additions", "deletions")
 
 # Times and the labels' JSON are read as text (see `_time`).
@@ -217,6 +217,8 @@ def dataset_rows(*, shape: DatasetShape, chunk_size: int = CHUNK_SIZE) -> Iterat
             yield _row(item, shape, rounds, fixes, gold, answers)
         if len(items) < chunk_size:
             return
+        # Let this chunk go before the next one is read, or both would be held at once.
+        del items, fixes, gold, answers
 
 
 def _time(text: str | None) -> datetime | None:

@@ -21,15 +21,17 @@ rule and the study's settings are JSON text.
 """
 
 import csv
+import functools
 import io
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
-import pyarrow as pa
-import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FORMATS = ("csv", "jsonl", "parquet")
 CONTENT_TYPES = {
@@ -40,7 +42,7 @@ CONTENT_TYPES = {
 NONE_APPLIES = "(none)"  # a CSV cell for an empty label set, as opposed to no label set at all
 LIST_SEPARATOR = ";"
 # Rows per Parquet row group: the writer holds one group's columns at a time.
-PARQUET_BATCH_ROWS = 5_000
+PARQUET_BATCH_ROWS = 2_000
 CSV_BATCH_ROWS = 500
 CONVERT_ROWS = 500  # rows held as Python objects while Parquet converts them
 # The key of the Parquet file's metadata that holds the codebook, sampling and study settings.
@@ -62,27 +64,40 @@ class Column:
     kind: str
 
 
-_PARQUET_TYPES: dict[str, pa.DataType] = {
-    "text": pa.string(),
-    "int": pa.int64(),
-    "time": pa.timestamp("us", tz="UTC"),
-    "list": pa.list_(pa.string()),
-    "labels": pa.list_(pa.string()),
-    "json": pa.string(),
-    "fixes": pa.list_(
-        pa.struct(
-            [
-                ("kind", pa.string()),
-                ("ref", pa.string()),
-                ("url", pa.string()),
-                ("merged_at", pa.timestamp("us", tz="UTC")),
-                ("files_changed", pa.int64()),
-                ("additions", pa.int64()),
-                ("deletions", pa.int64()),
-            ]
-        )
-    ),
-}
+def _pyarrow() -> tuple[Any, Any]:
+    """pyarrow and pyarrow.parquet, imported when a Parquet file is written or read: the import
+    alone holds some 35 MB, which web processes and CSV or JSONL exports need not carry."""
+    import pyarrow
+    import pyarrow.parquet
+
+    return pyarrow, pyarrow.parquet
+
+
+@functools.cache
+def _parquet_types() -> dict[str, "pa.DataType"]:
+    pa, _ = _pyarrow()
+    return {
+        "text": pa.string(),
+        "int": pa.int64(),
+        "time": pa.timestamp("us", tz="UTC"),
+        "list": pa.list_(pa.string()),
+        "labels": pa.list_(pa.string()),
+        "json": pa.string(),
+        "fixes": pa.list_(
+            pa.struct(
+                [
+                    ("kind", pa.string()),
+                    ("ref", pa.string()),
+                    ("url", pa.string()),
+                    ("merged_at", pa.timestamp("us", tz="UTC")),
+                    ("files_changed", pa.int64()),
+                    ("additions", pa.int64()),
+                    ("deletions", pa.int64()),
+                ]
+            )
+        ),
+    }
+
 
 _ISSUE_COLUMNS = [
     Column("issue", "text"), Column("repository", "text"), Column("system", "text"),
@@ -118,9 +133,11 @@ def dataset_columns(*, dimensions: Sequence[str], annotators: Sequence[str] | No
     return columns + _STUDY_COLUMNS
 
 
-def parquet_schema(columns: Sequence[Column], *, metadata: dict[str, Any]) -> pa.Schema:
+def parquet_schema(columns: Sequence[Column], *, metadata: dict[str, Any]) -> "pa.Schema":
+    pa, _ = _pyarrow()
+    types = _parquet_types()
     return pa.schema(
-        [pa.field(column.name, _PARQUET_TYPES[column.kind]) for column in columns],
+        [pa.field(column.name, types[column.kind]) for column in columns],
         metadata={PARQUET_METADATA_KEY: orjson.dumps(metadata)},
     )
 
@@ -289,6 +306,7 @@ def parquet_write(
     batches CONVERT_ROWS at a time, so that only those are held as Python objects (a few
     kilobytes a row) while a row group gathers in Arrow's compact form. Returns the number of
     rows."""
+    pa, pq = _pyarrow()
     columns = dataset_columns(dimensions=dimensions, annotators=annotators)
     schema = parquet_schema(columns, metadata=metadata)
     encoders = [_PARQUET_ENCODERS.get(column.kind) for column in columns]
@@ -443,6 +461,7 @@ def csv_read(stream: IO[bytes]) -> Iterator[RowOrError]:
 def parquet_read(source: Any, *, batch_rows: int = PARQUET_BATCH_ROWS) -> Iterator[RowOrError]:
     """(row number from 1, row) for each row, a batch at a time; times become ISO text, as in
     JSONL. A file that is not Parquet is one error at row 0."""
+    pa, pq = _pyarrow()
     try:
         parquet = pq.ParquetFile(source)
     except (pa.ArrowException, OSError) as error:

@@ -394,4 +394,7 @@ def test_the_study_is_read_a_chunk_at_a_time_with_flat_memory_and_queries_per_ch
         consume(1_000)
     assert len(ten_chunks) - len(five_chunks) == 4 * 5  # four queries a chunk
     small, large = peak_of(consume, 500), peak_of(consume, 3_000)
-    assert large < 1.3 * small, (small, large)
+    # Holding the rows read would cost at least a row's size per item; what the peak gains
+    # (garbage the collector has not reached yet) is a small part of that.
+    row_size = len(orjson.dumps(next(dataset_rows(shape=shape))))
+    assert (large - small) / 2_500 < row_size / 10, (small, large, row_size)
