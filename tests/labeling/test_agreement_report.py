@@ -632,6 +632,15 @@ def test_every_table_downloads_with_its_filters(issue_study, people, client, tab
     assert "at least 5 items" in caption
 
 
+def test_an_unknown_table_is_a_400_naming_the_tables(issue_study, people, client):
+    client.force_login(people["manager"])
+    response = client.get("/studies/grants/agreement/?download=csv&table=nope")
+    assert response.status_code == 400
+    assert response.content.decode() == (
+        "Unknown table: nope. One of: dimensions, pairs, categories, rounds, repositories."
+    )
+
+
 def test_the_tables_say_which_pairs_count_and_note_the_warnings(issue_study, people, client):
     client.force_login(people["manager"])
     html = client.get("/studies/grants/agreement/?dimension=decision").content.decode()

@@ -89,12 +89,13 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     download = request.GET.get("download")
     if download in DOWNLOAD_FORMATS and status == 200:
         table_name = request.GET.get("table") or "dimensions"
-        if table_name not in TABLES or (table_name != "dimensions" and selected is None):
-            return HttpResponse(
-                f"Unknown table: {table_name}. One of: {', '.join(TABLES)}.",
-                status=400,
-                content_type="text/plain; charset=utf-8",
-            )
+        problem = None
+        if table_name not in TABLES:
+            problem = f"Unknown table: {table_name}. One of: {', '.join(TABLES)}."
+        elif selected is None and table_name in ("pairs", "categories", "rounds"):
+            problem = f"The study has no dimension to show {table_name} of."
+        if problem:
+            return HttpResponse(problem, status=400, content_type="text/plain; charset=utf-8")
         table = {
             "dimensions": lambda: dimension_table(report),
             "pairs": lambda: pairs_table(report, dimension_key),
