@@ -44,15 +44,15 @@ def test_manager_sets_up_a_stratified_study_with_a_pilot(
     page.get_by_label("State").select_option("closed")
     page.get_by_label("Has a linked fix").select_option("yes")
     page.wait_for_function(
-        "document.querySelector('#sample-preview tr[data-system=all] td')"
-        ".textContent.trim() === '8'"
+        "(document.querySelector('#sample-preview tr[data-system=all] td')"
+        "?.textContent ?? '').trim() === '8'"
     )
     page.get_by_label("Sampling").select_option("per_repository")
     page.get_by_label("N", exact=True).fill("2")
     page.get_by_label("Seed").fill("7")
     page.wait_for_function(
-        "document.querySelectorAll('#sample-preview tr[data-system=all] td')[1]"
-        ".textContent.trim() === '6'"
+        "(document.querySelectorAll('#sample-preview tr[data-system=all] td')[1]"
+        "?.textContent ?? '').trim() === '6'"
     )
     rule = SamplingRule(
         selection=IssueSelection(state="closed", has_fix=True),
