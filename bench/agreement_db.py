@@ -1,8 +1,9 @@
 """The agreement report from the database: a study of 10k items x 3 annotators x 9 dimensions
 (the starter codebook: single- and multi-label) over 3 repositories, stored in SQLite and
 PostgreSQL, then the label table query, the full report without and with bootstrap intervals
-(B = 1000), and the per-repository table (one read split by repository) beside the same
-numbers from one filtered report per repository.
+(B = 1000), the per-repository table (one read split by repository) beside the same numbers
+from one filtered report per repository, and the agreement page's numbers (report, rounds and
+repositories from one read) beside the three functions that read the labels each.
 
     python bench/agreement_db.py [--items 10000] [--postgres URL]
 
@@ -28,8 +29,10 @@ def child(database_url: str, n_items: int) -> None:
     from labeling.agreement_report import (
         LabelTableFilter,
         study_agreement_report,
+        study_agreement_views,
         study_label_table,
         study_repository_agreement,
+        study_round_statuses,
     )
     from labeling.models import Annotation, Assignment, StudyItem
     from labeling.services.studies import study_create
@@ -121,6 +124,15 @@ def child(database_url: str, n_items: int) -> None:
                 for r in repositories
             ],
         ),
+        ("page, one read", lambda: study_agreement_views(study=study)),
+        (
+            "page, three reads",
+            lambda: (
+                study_agreement_report(study=study),
+                study_round_statuses(study=study),
+                study_repository_agreement(study=study),
+            ),
+        ),
     ):
         best = float("inf")
         for _ in range(3 if "B=" not in label else 1):
@@ -147,10 +159,7 @@ def main() -> None:
         child(args.child[0], int(args.child[1]))
         return
     print(f"study: {args.items} items x 3 annotators x 9 dimensions (starter codebook)")
-    print(
-        f"{'database':<11} {'annotations':>11} {'label table s':>13} {'report s':>9} "
-        f"{'report B=1000 s':>16} {'by repository s':>16} {'3 filtered reports s':>21}"
-    )
+    results = {}
     with tempfile.TemporaryDirectory() as folder:
         for label, url in (
             ("SQLite", f"sqlite:///{folder}/agreement.sqlite3"),
@@ -158,17 +167,29 @@ def main() -> None:
         ):
             if label == "PostgreSQL" and not postgres_database(url):
                 continue
-            result = run_child(__file__, url, str(args.items))
-            print(
-                f"{label:<11} {result['annotations']:>11} {result['label table']:>13.2f} "
-                f"{result['report']:>9.2f} {result['report, B=1000']:>16.2f} "
-                f"{result['by repository']:>16.2f} {result['filtered reports']:>21.2f}"
-            )
-    print("report = label table from the database plus the arithmetic of every dimension")
+            results[label] = run_child(__file__, url, str(args.items))
+    print(f"{'seconds (best of 3; B=1000 once)':<34}" + "".join(f"{n:>12}" for n in results))
+    annotations = "".join(f"{r['annotations']:>12}" for r in results.values())
+    print(f"{'annotations':<34}{annotations}")
+    for measure in MEASURES:
+        print(f"{measure:<34}" + "".join(f"{r[measure]:>12.2f}" for r in results.values()))
     print(
-        "by repository = the per-repository table (one read split by repository); 3 filtered "
-        "reports = the same numbers from one report per repository"
+        "report = label table from the database plus the arithmetic of every dimension; "
+        "by repository = one read split by repository, beside one filtered report per "
+        "repository; page = the agreement page's report, rounds and repositories, from one "
+        "read or from the three functions"
     )
+
+
+MEASURES = (
+    "label table",
+    "report",
+    "report, B=1000",
+    "by repository",
+    "filtered reports",
+    "page, one read",
+    "page, three reads",
+)
 
 
 if __name__ == "__main__":

@@ -237,6 +237,29 @@ def study_agreement_report(
     tables = study_label_table(
         study=study, dimension_keys=dimension_keys, filters=filters, level=level
     )
+    return _report_of_tables(
+        study,
+        tables,
+        filters=filters,
+        level=level,
+        weights=weights,
+        bootstrap=bootstrap,
+        seed=seed,
+        min_pair_items=min_pair_items,
+    )
+
+
+def _report_of_tables(
+    study: Study,
+    tables: dict[str, DimensionTable],
+    *,
+    filters: LabelTableFilter,
+    level: int | None,
+    weights: str | None,
+    bootstrap: int,
+    seed: int,
+    min_pair_items: int,
+) -> dict:
     dimensions = _dimensions_report(
         tables, weights=weights, bootstrap=bootstrap, seed=seed, min_pair_items=min_pair_items
     )
@@ -411,19 +434,132 @@ def study_round_statuses(
     filters = replace(filters or LabelTableFilter(), round_name=None)
     # The labels are read once and split by round, not read again for every round.
     tables = study_label_table(study=study, filters=filters, level=level)
-    rounds = list(Round.objects.filter(study=study).order_by("position"))
-    round_of_item: dict[int, Hashable] = dict(
-        StudyItem.objects.filter(study=study).values_list("id", "round_id").order_by()
+    groups = _study_item_groups(study)
+    return _round_statuses_of_tables(tables, groups, weights=weights, min_pair_items=min_pair_items)
+
+
+def study_repository_agreement(
+    *,
+    study: Study,
+    dimension_keys: Iterable[str] | None = None,
+    filters: LabelTableFilter | None = None,
+    level: int | None = None,
+    weights: str | None = None,
+    min_pair_items: int = DEFAULT_MIN_PAIR_ITEMS,
+) -> dict[str, dict[str, dict]]:
+    """Per repository of the study ("owner/name", in name order), the kappa_summary of each
+    dimension: the numbers `study_agreement_report` gives with that repository as a filter,
+    from one read of the label table split by the items' repository."""
+    filters = filters or LabelTableFilter()
+    tables = study_label_table(
+        study=study, dimension_keys=dimension_keys, filters=filters, level=level
     )
+    return _by_repository_of_tables(
+        tables,
+        _study_item_groups(study),
+        repository=filters.repository,
+        weights=weights,
+        min_pair_items=min_pair_items,
+    )
+
+
+@dataclass
+class AgreementViews:
+    """The agreement page's numbers: the report, its rounds and its repositories."""
+
+    report: dict
+    round_statuses: list[RoundStatus]
+    by_repository: dict[str, dict[str, dict]]
+
+
+def study_agreement_views(
+    *,
+    study: Study,
+    filters: LabelTableFilter | None = None,
+    level: int | None = None,
+    weights: str | None = None,
+    bootstrap: int = 0,
+    seed: int = 0,
+    min_pair_items: int = DEFAULT_MIN_PAIR_ITEMS,
+) -> AgreementViews:
+    """What `study_agreement_report`, `study_round_statuses` and `study_repository_agreement`
+    give under the same filters, from ONE read of the label table: the read (most of a
+    report's time on a large study) is made without the round filter, which the report and the
+    per-repository table then apply to the items, and every round takes its share of it."""
+    filters = filters or LabelTableFilter()
+    every_round = study_label_table(
+        study=study, filters=replace(filters, round_name=None), level=level
+    )
+    groups = _study_item_groups(study)
+    tables = every_round
+    if filters.round_name:
+        chosen = {round_.id for round_ in groups.rounds if round_.name == filters.round_name}
+        in_round = {
+            item: 0 for item, round_id in groups.round_of_item.items() if round_id in chosen
+        }
+        tables = {key: _split_by_group(t, in_round, [0])[0] for key, t in every_round.items()}
+    return AgreementViews(
+        report=_report_of_tables(
+            study,
+            tables,
+            filters=filters,
+            level=level,
+            weights=weights,
+            bootstrap=bootstrap,
+            seed=seed,
+            min_pair_items=min_pair_items,
+        ),
+        round_statuses=_round_statuses_of_tables(
+            every_round, groups, weights=weights, min_pair_items=min_pair_items
+        ),
+        by_repository=_by_repository_of_tables(
+            tables,
+            groups,
+            repository=filters.repository,
+            weights=weights,
+            min_pair_items=min_pair_items,
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class _ItemGroups:
+    rounds: list[Round]  # in order
+    round_of_item: dict[int, Hashable]  # item id -> round id
+    repository_of_item: dict[int, Hashable]  # item id -> "owner/name"
+
+
+def _study_item_groups(study: Study) -> _ItemGroups:
+    """The round and the repository of every item of the study, in one query (and one for the
+    rounds)."""
+    rounds = list(Round.objects.filter(study=study).order_by("position"))
+    round_of_item: dict[int, Hashable] = {}
+    repository_of_item: dict[int, Hashable] = {}
+    items = StudyItem.objects.filter(study=study).values_list(
+        "id", "round_id", "issue__repository__owner", "issue__repository__name"
+    )
+    for item_id, round_id, owner, name in items.order_by():
+        round_of_item[item_id] = round_id
+        repository_of_item[item_id] = f"{owner}/{name}"
+    return _ItemGroups(rounds, round_of_item, repository_of_item)
+
+
+def _round_statuses_of_tables(
+    tables: dict[str, DimensionTable],
+    groups: _ItemGroups,
+    *,
+    weights: str | None,
+    min_pair_items: int,
+) -> list[RoundStatus]:
     reports = _reports_by_group(
         tables,
-        round_of_item,
-        [round_.id for round_ in rounds],
+        groups.round_of_item,
+        [round_.id for round_ in groups.rounds],
         weights=weights,
         min_pair_items=min_pair_items,
     )
     statuses = []
-    for round_ in rounds:
+    for round_ in groups.rounds:
         dimensions = reports[round_.id]
         failing: list[str] = []
         undetermined: dict[str, str] = {}
@@ -451,35 +587,21 @@ def study_round_statuses(
     return statuses
 
 
-def study_repository_agreement(
+def _by_repository_of_tables(
+    tables: dict[str, DimensionTable],
+    groups: _ItemGroups,
     *,
-    study: Study,
-    dimension_keys: Iterable[str] | None = None,
-    filters: LabelTableFilter | None = None,
-    level: int | None = None,
-    weights: str | None = None,
-    min_pair_items: int = DEFAULT_MIN_PAIR_ITEMS,
+    repository: str | None,
+    weights: str | None,
+    min_pair_items: int,
 ) -> dict[str, dict[str, dict]]:
-    """Per repository of the study ("owner/name", in name order), the kappa_summary of each
-    dimension: the numbers `study_agreement_report` gives with that repository as a filter,
-    from one read of the label table split by the items' repository."""
-    filters = filters or LabelTableFilter()
-    tables = study_label_table(
-        study=study, dimension_keys=dimension_keys, filters=filters, level=level
-    )
-    items = StudyItem.objects.filter(study=study).values_list(
-        "id", "issue__repository__owner", "issue__repository__name"
-    )
-    repository_of_item: dict[int, Hashable] = {
-        item_id: f"{owner}/{name}" for item_id, owner, name in items.order_by()
-    }
     wanted = sorted(
         name
-        for name in set(repository_of_item.values())
-        if filters.repository is None or name == filters.repository
+        for name in set(groups.repository_of_item.values())
+        if repository is None or name == repository
     )
     reports = _reports_by_group(
-        tables, repository_of_item, wanted, weights=weights, min_pair_items=min_pair_items
+        tables, groups.repository_of_item, wanted, weights=weights, min_pair_items=min_pair_items
     )
     return {
         name: {key: kappa_summary(dimension) for key, dimension in reports[name].items()}

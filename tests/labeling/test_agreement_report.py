@@ -603,6 +603,38 @@ def test_the_per_repository_table_equals_the_report_filtered_by_each_repository(
         assert group in html
 
 
+def test_the_page_reads_the_labels_once_for_its_report_rounds_and_repositories(
+    issue_study, people, client, django_assert_max_num_queries
+):
+    from labeling.agreement_report import (
+        study_agreement_views,
+        study_repository_agreement,
+        study_round_statuses,
+    )
+
+    pilot = Round.objects.create(study=issue_study, name="Pilot", position=1, kind="pilot")
+    StudyItem.objects.filter(id__in=issue_study.items.order_by("id")[:15]).update(round=pilot)
+    repository = min(item.issue.repository.full_name for item in issue_study.items.all())
+    for filters in (
+        LabelTableFilter(),
+        LabelTableFilter(round_name="Pilot"),
+        LabelTableFilter(round_name="Main", repository=repository),
+    ):
+        options = {"filters": filters, "level": 0, "min_pair_items": 3}
+        with django_assert_max_num_queries(6):
+            views = study_agreement_views(study=issue_study, bootstrap=20, **options)
+        assert views.report == study_agreement_report(study=issue_study, bootstrap=20, **options)
+        assert views.by_repository == study_repository_agreement(study=issue_study, **options)
+        assert [vars(s) for s in views.round_statuses] == [
+            vars(s) for s in study_round_statuses(study=issue_study, **options)
+        ]
+    client.force_login(people["manager"])
+    # Session, user, study, dimensions, the form's rounds and repositories, then one read of
+    # the labels (categories, labels, usernames) and the items' rounds and repositories.
+    with django_assert_max_num_queries(13):
+        assert client.get("/studies/grants/agreement/?round=Pilot").status_code == 200
+
+
 @pytest.mark.parametrize("table", ["dimensions", "pairs", "categories", "rounds", "repositories"])
 def test_every_table_downloads_with_its_filters(issue_study, people, client, table):
     query = chosen_filters(issue_study) | {"dimension": "decision", "table": table}

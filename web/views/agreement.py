@@ -17,12 +17,7 @@ from django.utils.text import slugify
 from common.tables import Table, table_display_rows
 from labeling.access import study_can_see_agreement
 from labeling.agreement import DEFAULT_MIN_PAIR_ITEMS
-from labeling.agreement_report import (
-    LabelTableFilter,
-    study_agreement_report,
-    study_repository_agreement,
-    study_round_statuses,
-)
+from labeling.agreement_report import LabelTableFilter, study_agreement_views
 from labeling.agreement_tables import (
     DOWNLOAD_FORMATS,
     REPOSITORY_COLUMN_TITLES,
@@ -63,7 +58,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         round_name=filters["round"], repository=filters["repository"] or None
     )
     minimum_overlap = form.minimum_overlap(filters)
-    report = study_agreement_report(
+    views = study_agreement_views(
         study=study,
         filters=label_filters,
         level=filters["level"],
@@ -71,20 +66,12 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         seed=0,
         min_pair_items=minimum_overlap,
     )
+    report, statuses, repositories = views.report, views.round_statuses, views.by_repository
     dimension_key = filters["dimension"] or next(
         (key for key, d in report["dimensions"].items() if d["n_items"]),
         next(iter(report["dimensions"]), None),
     )
     selected = report["dimensions"].get(dimension_key)
-    table_options = {"filters": label_filters, "level": filters["level"]}
-
-    def round_statuses():
-        return study_round_statuses(study=study, min_pair_items=minimum_overlap, **table_options)
-
-    def by_repository():
-        return study_repository_agreement(
-            study=study, min_pair_items=minimum_overlap, **table_options
-        )
 
     download = request.GET.get("download")
     if download in DOWNLOAD_FORMATS and status == 200:
@@ -100,8 +87,8 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
             "dimensions": lambda: dimension_table(report),
             "pairs": lambda: pairs_table(report, dimension_key),
             "categories": lambda: categories_table(report, dimension_key),
-            "rounds": lambda: rounds_table(round_statuses(), report, dimension_key),
-            "repositories": lambda: repositories_table(by_repository(), report),
+            "rounds": lambda: rounds_table(statuses, report, dimension_key),
+            "repositories": lambda: repositories_table(repositories, report),
         }[table_name]()
         response = HttpResponse(
             table_download(table, download),
@@ -135,7 +122,6 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
             current=list(report["dimensions"]).index(dimension_key) if selected else None,
         )
     }
-    statuses = round_statuses()
     pair = None
     if selected:
         pairs = selected["cohen_kappa"]["pairs"]
@@ -156,7 +142,6 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         entries["rounds"] = _entry(
             rounds_table(statuses, report, dimension_key), downloads("rounds")
         )
-    repositories = by_repository()
     entries["repositories"] = _entry(
         repositories_table(repositories, report),
         downloads("repositories"),
