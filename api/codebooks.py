@@ -20,7 +20,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember
+from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember, StudyLookup
 from api.resolutions import ERRORS
 from api.serializers import (
     CodebookVersionDetailSerializer,
@@ -38,10 +38,8 @@ from labeling.access import (
     study_roles,
 )
 from labeling.codebook_history import agreement_by_version, study_category_counts
-from labeling.models import Study
 from labeling.proposals import proposal_create_category, proposal_map, study_proposals
 from labeling.rereview import recheck_list_for_annotator, resolutions_to_recheck
-from labeling.selectors import study_list_for_user
 from labeling.services.codebook_migration import study_codebook_migrate
 from taxonomy.codebook_file import EXPORT_FORMATS, codebook_spec_export, codebook_spec_to_dict
 from taxonomy.diff import codebook_diff
@@ -659,18 +657,11 @@ class CodebookVersionEditorViewSet(CodebookVersionEditorActions, CodebookVersion
     """The editor's routes, beside the read-only routes of CodebookVersionViewSet."""
 
 
-class StudyCodebookViewSet(StudyCodebookActions, viewsets.GenericViewSet):
+class StudyCodebookViewSet(StudyLookup, StudyCodebookActions, viewsets.GenericViewSet):
     """A study's codebook routes, beside StudyViewSet's: the same lookup and roles."""
 
     serializer_class = StudySerializer
     permission_classes = [IsAuthenticated, IsStudyMember]
-    lookup_field = "slug"
-    queryset = Study.objects.none()  # for the schema; requests use get_queryset
-
-    def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):
-            return Study.objects.none()
-        return study_list_for_user(user=self.request.user)
 
 
 def _route(url: str, viewset, methods: dict[str, str], name: str):

@@ -12,6 +12,20 @@ from rest_framework.permissions import BasePermission
 
 from labeling.access import ADJUDICATOR, MANAGER, study_roles, user_can_manage_sources
 from labeling.models import Assignment, Study, StudyItem
+from labeling.selectors import study_list_for_user
+
+
+class StudyLookup:
+    """The lookup of every viewset under `studies/{slug}/`: a study among the user's (all for a
+    superuser), so that one the user may not see is a 404 before any role is checked."""
+
+    lookup_field = "slug"
+    queryset = Study.objects.none()  # for the schema; requests use get_queryset
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Study.objects.none()
+        return study_list_for_user(user=self.request.user).prefetch_related("rounds")
 
 
 def study_of(obj: Study | StudyItem | Assignment) -> Study:

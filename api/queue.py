@@ -17,19 +17,18 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from api.assignments import AssignmentSerializer, assignments_visible_to
-from api.permissions import IsStudyMember
+from api.permissions import IsStudyMember, StudyLookup
 from api.resolutions import ERRORS, _item_id
 from api.serializers import IssueDetailSerializer, StudySerializer
 from corpus.models import Issue
 from labeling.access import assignment_get_for_annotator, study_can_label, study_roles
-from labeling.models import Assignment, Study, StudyItem
+from labeling.models import Assignment, StudyItem
 from labeling.selectors import (
     QUEUE_FILTERS,
     QueueProgress,
     queue_for_annotator,
     queue_progress,
     study_dimensions,
-    study_list_for_user,
     study_overview_counts,
 )
 from taxonomy.models import Dimension
@@ -119,18 +118,11 @@ def _progress(progress: QueueProgress) -> dict:
     return {**vars(progress), "percent": progress.percent}
 
 
-class StudyQueueViewSet(viewsets.GenericViewSet):
+class StudyQueueViewSet(StudyLookup, viewsets.GenericViewSet):
     """Member routes of a study: its overview, your queue, an item to label."""
 
     serializer_class = StudySerializer
     permission_classes = MEMBERS
-    lookup_field = "slug"
-    queryset = Study.objects.none()  # for the schema; requests use get_queryset
-
-    def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):
-            return Study.objects.none()
-        return study_list_for_user(user=self.request.user).prefetch_related("rounds")
 
     @extend_schema(
         responses={200: OverviewSerializer, 404: ERRORS[404]},

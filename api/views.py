@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from api.agreement import AgreementReportSerializer
 from api.assignments import AssignmentSerializer, assignments_visible_to
 from api.filters import IssueFilter
-from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember
+from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember, StudyLookup
 from api.report import StudyReportActions
 from api.resolutions import ERRORS, StudyResolutionActions
 from api.serializers import (
@@ -36,8 +36,6 @@ from labeling.agreement_report import (
     agreement_query_check,
     study_agreement_report,
 )
-from labeling.models import Study
-from labeling.selectors import study_list_for_user
 from labeling.services.studies import item_next_for_annotator
 from taxonomy.models import Category, Codebook, CodebookVersion, Dimension
 
@@ -95,7 +93,11 @@ class IssueViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class StudyViewSet(
-    StudySetupActions, StudyResolutionActions, StudyReportActions, viewsets.ReadOnlyModelViewSet
+    StudyLookup,
+    StudySetupActions,
+    StudyResolutionActions,
+    StudyReportActions,
+    viewsets.ReadOnlyModelViewSet,
 ):
     """Studies the user is a member of (all for a superuser), with their agreement report, the
     next item to label, the setup routes (api.setup: create, preview, dashboard, members) and
@@ -103,14 +105,6 @@ class StudyViewSet(
 
     serializer_class = StudySerializer
     permission_classes = [IsAuthenticated, IsStudyMember]
-    lookup_field = "slug"
-
-    queryset = Study.objects.none()  # for the schema; requests use get_queryset
-
-    def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):
-            return Study.objects.none()
-        return study_list_for_user(user=self.request.user).prefetch_related("rounds")
 
     def get_serializer_class(self):
         return StudyDetailSerializer if self.action == "retrieve" else StudySerializer
