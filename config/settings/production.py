@@ -32,3 +32,8 @@ CACHES = {
         "KEY_PREFIX": "issuecoder",
     }
 }
+# One database connection per web process, kept between requests (opening one costs more than
+# most requests), and checked before reuse, so that a database restart costs the next request
+# a reconnect rather than an error.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)  # noqa: F405
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # noqa: F405
