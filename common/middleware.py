@@ -1,11 +1,19 @@
-"""Security headers and the login lockout page (see README.md, "Security")."""
+"""Security headers, the login lockout page (see README.md, "Security") and the request log."""
 
+import logging
+import re
+import time
+import uuid
 from collections.abc import Callable
 from html import escape
 
 from csp.constants import SELF, UNSAFE_INLINE
 from csp.middleware import CSPMiddleware, PolicyParts
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.utils.functional import empty
+
+from common.log import request_id
 
 # Browser features no page of IssueCoder uses: denied to the page and to anything it embeds.
 PERMISSIONS_POLICY = ", ".join(
@@ -91,3 +99,63 @@ def lockout_response(
     if cool_off:
         response["Retry-After"] = str(int(cool_off.total_seconds()))
     return response
+
+
+request_logger = logging.getLogger("issuecoder.request")
+# A request id from a proxy is kept only if it is short and plain: it is echoed in a header
+# and written to every log line of the request.
+REQUEST_ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+class RequestLogMiddleware:
+    """One log line per request (static files aside) with its method, path, status, duration,
+    user id and request id. The id comes from X-Request-ID when a proxy sends one, is made here
+    otherwise, and goes back in the response's X-Request-ID header."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if request.path.startswith(settings.STATIC_URL):
+            return self.get_response(request)
+        given = request.headers.get("X-Request-ID", "")
+        current = given if REQUEST_ID_PATTERN.fullmatch(given) else uuid.uuid4().hex
+        token = request_id.set(current)
+        started = time.perf_counter()
+        try:
+            response = self.get_response(request)
+        finally:
+            request_id.reset(token)
+        duration_ms = round((time.perf_counter() - started) * 1000, 1)
+        response["X-Request-ID"] = current
+        status = response.status_code
+        level = (
+            logging.ERROR if status >= 500 else logging.WARNING if status >= 400 else logging.INFO
+        )
+        request_logger.log(
+            level,
+            "%s %s %s %.1fms",
+            request.method,
+            request.path,
+            status,
+            duration_ms,
+            extra={
+                "method": request.method,
+                "path": request.path,
+                "status": status,
+                "duration_ms": duration_ms,
+                "user_id": _user_id(request),
+                "request_id": current,
+            },
+        )
+        return response
+
+
+def _user_id(request: HttpRequest) -> int | None:
+    """The id of the user the request was served for, if anything looked the user up. A user
+    nobody asked for stays unread: reading it would cost requests that never needed it (a probe,
+    a public page) a session and a user query."""
+    user = request.__dict__.get("user")
+    if user is None or getattr(user, "_wrapped", None) is empty:
+        return None
+    return user.pk if user.is_authenticated else None

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import environ
 
+from common.log import logging_config
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 env = environ.Env()
@@ -41,6 +43,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that its duration and status cover every other middleware (redirects too).
+    "common.middleware.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "common.middleware.ContentSecurityPolicyMiddleware",
     "common.middleware.PermissionsPolicyMiddleware",
@@ -233,12 +237,10 @@ EXPORTS_QUEUE = env("EXPORTS_QUEUE", default="celery")
 GITHUB_TOKEN = env("GITHUB_TOKEN", default="")
 GITHUB_API_URL = env("GITHUB_API_URL", default="https://api.github.com")
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-}
+# Logs: one line a record on stderr, plain text here and JSON lines in production (LOG_FORMAT).
+LOG_FORMAT = env("LOG_FORMAT", default="text")
+LOG_LEVEL = env("LOG_LEVEL", default="INFO")
+LOGGING = logging_config(LOG_FORMAT, LOG_LEVEL)
 
 # GitHub ingestion (see README.md, "GitHub ingestion").
 # Queue of the ingest tasks; tests give each session a queue of its own.
