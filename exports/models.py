@@ -32,6 +32,12 @@ class ExportJob(models.Model):
     rows_total = models.PositiveIntegerField(default=0)
     file = models.FileField(upload_to="exports/", blank=True, max_length=300)
     error = models.TextField(blank=True)
+    # Executions that took the job; each writes only while the count is still its own, so a
+    # second delivery or a re-queued job never lets two of them write (see export_job_run).
+    attempts = models.PositiveIntegerField(default=0)
+    # The running execution's last progress, or when the job was queued again: a running job
+    # silent for EXPORT_LEASE_SECONDS lost its worker and is queued again.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

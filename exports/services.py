@@ -2,12 +2,18 @@
 and the work of an export job (the file on the default storage, progress as it goes)."""
 
 import logging
+import re
 import secrets
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timedelta
 from typing import IO, Any
 
+from django.conf import settings
 from django.core.files import File
+from django.db import transaction
+from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from common.exceptions import ApplicationError
@@ -67,21 +73,35 @@ def _reporting(
     report(done)
 
 
+class _ClaimLost(Exception):
+    """The job was taken by a newer execution (or queued again) while this one ran."""
+
+
+def export_lease() -> timedelta:
+    return timedelta(seconds=settings.EXPORT_LEASE_SECONDS)
+
+
 def export_job_run(*, job_id: int, chunk_size: int = CHUNK_SIZE) -> ExportJob:
-    """Write a queued job's file and record its progress after every chunk; a job that is done
-    or failed already (a second delivery of its task) is left alone, and a running one (its
-    worker died) starts again. Runs outside any transaction, so that progress is seen as it
-    goes; a failure is recorded on the job with its reason."""
-    claimed = ExportJob.objects.filter(
-        pk=job_id, status__in=[ExportJob.Status.QUEUED, ExportJob.Status.RUNNING]
-    ).update(status=ExportJob.Status.RUNNING, started_at=timezone.now(), rows_done=0, error="")
-    job = ExportJob.objects.select_related("study__codebook_version__codebook").get(pk=job_id)
-    if not claimed:
-        return job
+    """Write a queued job's file and record its progress after every chunk.
+
+    The job is claimed in a locked read: a queued job, or a running one whose worker went
+    silent for the lease (it died; the job starts again). A done, failed or live running job
+    (a second delivery of its task) is left alone. Each claim counts an attempt, and every
+    progress write and the final one go through only while that count is still this
+    execution's: an execution overtaken by a newer one stops, and removes the file it may have
+    written, so a job ends with one file. Runs outside any transaction, so that progress is
+    seen as it goes; a failure is recorded on the job with its reason."""
+    job = _export_job_claim(job_id=job_id)
+    if job is None:
+        return ExportJob.objects.select_related("study").get(pk=job_id)
+    attempt = job.attempts
+    mine = ExportJob.objects.filter(pk=job_id, status=ExportJob.Status.RUNNING, attempts=attempt)
 
     def progress(rows_done: int) -> None:
-        ExportJob.objects.filter(pk=job_id).update(rows_done=rows_done)
+        if not mine.update(rows_done=rows_done, heartbeat_at=timezone.now()):
+            raise _ClaimLost
 
+    name = ""
     try:
         with tempfile.TemporaryFile() as scratch:
             rows = dataset_export_write(
@@ -94,21 +114,111 @@ def export_job_run(*, job_id: int, chunk_size: int = CHUNK_SIZE) -> ExportJob:
                 on_progress=progress,
             )
             scratch.seek(0)
-            # An unguessable name: the folder is never served, but a name should not tell.
-            name = f"{job.study.slug}-{job.pk}-{secrets.token_hex(8)}.{job.format}"
-            job.file.save(name, File(scratch), save=False)
+            # An unguessable name: the folder is never served, but a name should not tell. The
+            # attempt in it lets a finished attempt find files that killed ones left behind.
+            name = job.file.storage.save(
+                f"exports/{job.study.slug}-{job.pk}-a{attempt}-{secrets.token_hex(8)}.{job.format}",
+                File(scratch),
+            )
+    except _ClaimLost:
+        logger.warning("export job %s: attempt %s was overtaken, stopping", job_id, attempt)
+        return ExportJob.objects.select_related("study").get(pk=job_id)
     except Exception as error:  # recorded on the job, which is what people look at
         logger.exception("export job %s failed", job_id)
-        job.status = ExportJob.Status.FAILED
-        job.error = f"{type(error).__name__}: {error}"[:MAX_ERROR]
-        job.finished_at = timezone.now()
-        job.save(update_fields=["status", "error", "finished_at"])
-        return job
-    job.status = ExportJob.Status.DONE
-    job.rows_done = rows
-    job.finished_at = timezone.now()
-    job.save(update_fields=["status", "rows_done", "file", "finished_at"])
+        mine.update(
+            status=ExportJob.Status.FAILED,
+            error=f"{type(error).__name__}: {error}"[:MAX_ERROR],
+            finished_at=timezone.now(),
+        )
+        return ExportJob.objects.select_related("study").get(pk=job_id)
+    now = timezone.now()
+    if mine.update(
+        status=ExportJob.Status.DONE, rows_done=rows, file=name, finished_at=now, heartbeat_at=now
+    ):
+        _export_job_files_remove(job=job, keep=name)
+    else:
+        logger.warning("export job %s: attempt %s was overtaken at the end", job_id, attempt)
+        job.file.storage.delete(name)
+    return ExportJob.objects.select_related("study").get(pk=job_id)
+
+
+@transaction.atomic
+def _export_job_claim(*, job_id: int) -> ExportJob | None:
+    """Take the job for one more attempt, or None when it is not claimable."""
+    job = (
+        ExportJob.objects.select_for_update(of=("self",))
+        .select_related("study__codebook_version__codebook")
+        .get(pk=job_id)
+    )
+    now = timezone.now()
+    lost = job.heartbeat_at is None or job.heartbeat_at < now - export_lease()
+    if not (
+        job.status == ExportJob.Status.QUEUED or (job.status == ExportJob.Status.RUNNING and lost)
+    ):
+        return None
+    if job.status == ExportJob.Status.RUNNING:
+        logger.warning(
+            "export job %s: attempt %s lost its worker, starting again", job.pk, job.attempts
+        )
+    job.status = ExportJob.Status.RUNNING
+    job.attempts += 1
+    job.started_at = job.heartbeat_at = now
+    job.rows_done = 0
+    job.error = ""
+    job.save(
+        update_fields=["status", "attempts", "started_at", "heartbeat_at", "rows_done", "error"]
+    )
     return job
+
+
+def _export_job_files_remove(*, job: ExportJob, keep: str) -> None:
+    """Remove what earlier attempts of the job wrote (a worker killed between writing its file
+    and recording it leaves one behind)."""
+    pattern = re.compile(
+        rf"{re.escape(job.study.slug)}-{job.pk}-a\d+-[0-9a-f]{{16}}\.{re.escape(job.format)}"
+    )
+    storage = job.file.storage
+    try:
+        _, files = storage.listdir("exports")
+    except FileNotFoundError:
+        return
+    for file_name in files:
+        path = f"exports/{file_name}"
+        if path != keep and pattern.fullmatch(file_name):
+            logger.info("export job %s: removing %s, left by an earlier attempt", job.pk, path)
+            storage.delete(path)
+
+
+@transaction.atomic
+def export_jobs_requeue_lost(*, now: datetime | None = None) -> list[ExportJob]:
+    """Put back in the queue the jobs whose worker was lost: running ones silent for the lease
+    (a SIGKILL, an OOM kill, a lost machine; the broker would redeliver their message only after
+    its visibility timeout of hours) and queued ones nobody took within
+    EXPORT_QUEUED_TIMEOUT_SECONDS (a message lost with the broker). The caller sends their
+    tasks; an execution of the lost attempt that is still alive stops at its next progress
+    write, as the job is no longer running under its attempt."""
+    now = now or timezone.now()
+    queued_cutoff = now - timedelta(seconds=settings.EXPORT_QUEUED_TIMEOUT_SECONDS)
+    lost = (
+        ExportJob.objects.select_for_update(skip_locked=True)
+        .annotate(since=Coalesce("heartbeat_at", "created_at"))
+        .filter(
+            Q(status=ExportJob.Status.RUNNING, since__lt=now - export_lease())
+            | Q(status=ExportJob.Status.QUEUED, since__lt=queued_cutoff)
+        )
+    )
+    jobs = list(lost)
+    for job in jobs:
+        logger.warning(
+            "export job %s (%s, attempt %s) lost its worker: queued again",
+            job.pk,
+            job.status,
+            job.attempts,
+        )
+    ExportJob.objects.filter(pk__in=[job.pk for job in jobs]).update(
+        status=ExportJob.Status.QUEUED, heartbeat_at=now
+    )
+    return jobs
 
 
 def dataset_export_chunks(

@@ -9,8 +9,9 @@ from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 
+from exports.dataset import CHUNK_SIZE
 from exports.models import ExportJob
-from exports.services import export_job_run
+from exports.services import export_job_run, export_jobs_requeue_lost
 
 
 @shared_task(
@@ -20,7 +21,18 @@ from exports.services import export_job_run
     ignore_result=True,  # the job row is the result
 )
 def export_dataset(job_id: int) -> str:
-    return export_job_run(job_id=job_id).status
+    chunk_size = settings.EXPORT_CHUNK_SIZE or CHUNK_SIZE
+    return export_job_run(job_id=job_id, chunk_size=chunk_size).status
+
+
+@shared_task(ignore_result=True)
+def recover_export_jobs() -> int:
+    """Beat's tick: queue again the jobs that lost their worker (see
+    `exports.services.export_jobs_requeue_lost`). Returns how many."""
+    jobs = export_jobs_requeue_lost()
+    for job in jobs:
+        export_job_enqueue(job)
+    return len(jobs)
 
 
 def export_job_enqueue(job: ExportJob) -> None:

@@ -233,6 +233,13 @@ CELERY_TIMEZONE = TIME_ZONE
 
 # The queue of dataset export tasks (tests give their worker a queue of its own).
 EXPORTS_QUEUE = env("EXPORTS_QUEUE", default="celery")
+# A running export silent for this long lost its worker and is queued again; a queued one that
+# no worker took within the timeout too (see README.md, "Faults"). A chunk of the export takes
+# well under a second, so the lease is generous.
+EXPORT_LEASE_SECONDS = env.int("EXPORT_LEASE_SECONDS", default=120)
+EXPORT_QUEUED_TIMEOUT_SECONDS = env.int("EXPORT_QUEUED_TIMEOUT_SECONDS", default=60 * 60)
+# Items read (and progress recorded) at a time by an export job; 0: the exporter's own.
+EXPORT_CHUNK_SIZE = env.int("EXPORT_CHUNK_SIZE", default=0)
 
 GITHUB_TOKEN = env("GITHUB_TOKEN", default="")
 GITHUB_API_URL = env("GITHUB_API_URL", default="https://api.github.com")
@@ -275,6 +282,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         # A tick nobody ran within its minute is superseded by the next one.
         "options": {"queue": INGEST_QUEUE, "expires": 55},
+    },
+    # Export jobs whose worker died, checked twice a lease (at most every minute).
+    "recover-export-jobs": {
+        "task": "exports.tasks.recover_export_jobs",
+        "schedule": float(min(60, max(1, EXPORT_LEASE_SECONDS // 2))),
+        "options": {"queue": EXPORTS_QUEUE, "expires": 55},
     },
 }
 # Redis redelivers a message not acknowledged within this time. A sync runs at most
