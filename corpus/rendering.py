@@ -33,6 +33,11 @@ ALLOWED_ATTRIBUTES = {
     "td": {"align"},
     "th": {"align"},
 }
+# The classes the renderer writes itself. Any other class from an issue's raw HTML is dropped: it
+# would let the text wear the application's own styles (a fake warning or saved-state line, a
+# sticky or visually hidden block) even with style attributes gone.
+RENDERER_CLASSES = {"a": {"remote-image"}, "details": {"long-block"}}
+_LANGUAGE_CLASS = re.compile(r"language-[\w+#.-]+")  # a fenced block's info string
 _IMG_TAG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 _IMG_SRC = re.compile(r"""\bsrc\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.IGNORECASE)
 _IMG_ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.IGNORECASE)
@@ -56,6 +61,18 @@ def _raw_img_to_link(match: re.Match[str]) -> str:
         html.unescape(next(g for g in src.groups() if g is not None)),
         html.unescape(next((g for g in alt.groups() if g is not None), "")) if alt else "",
     )
+
+
+def _attribute_filter(tag: str, attribute: str, value: str) -> str | None:
+    if attribute != "class":
+        return value
+    allowed = RENDERER_CLASSES.get(tag, set())
+    kept = [
+        token
+        for token in value.split()
+        if token in allowed or (tag == "code" and _LANGUAGE_CLASS.fullmatch(token))
+    ]
+    return " ".join(kept) or None
 
 
 class _Renderer(RendererHTML):
@@ -94,6 +111,7 @@ def render_markdown(text: str) -> str:
         rendered,
         tags=ALLOWED_TAGS,
         attributes=ALLOWED_ATTRIBUTES,
+        attribute_filter=_attribute_filter,
         url_schemes={"http", "https", "mailto"},
         link_rel="nofollow noopener noreferrer",
         strip_comments=True,
