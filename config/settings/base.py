@@ -49,6 +49,8 @@ MIDDLEWARE = [
     "common.middleware.ContentSecurityPolicyMiddleware",
     "common.middleware.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Outside the session and auth middleware: a database outage there is a 503 too.
+    "common.outage.DatabaseOutageMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
