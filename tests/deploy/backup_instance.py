@@ -2,11 +2,14 @@
 database of its own (DATABASE_URL, MEDIA_ROOT in the environment): the pytest database lives in
 an open transaction, which pg_dump would never see.
 
-    python -m tests.deploy.backup_instance build     # the resolved study and an export job
-    python -m tests.deploy.backup_instance describe  # JSON: agreement reports, export files
+    python -m tests.deploy.backup_instance build
+    python -m tests.deploy.backup_instance restored DATASET_FILE NEW_SLUG
 
-The study is the dataset export tests' one (every kind of gold label, raw labels, open items),
-made through the same services and the same helper as they use.
+`build` migrates the empty database and makes the dataset export tests' study (every kind of
+gold label, raw labels, open items, through the same services and helper as they use) and an
+export job's file; `restored` checks that a restored instance misses no migration and restores
+the dataset file under a new slug. Each prints one JSON line last, with the agreement report of
+every study. Several steps share a process because starting Django costs seconds.
 """
 
 import json
@@ -17,6 +20,7 @@ import django
 
 def build() -> None:
     from django.contrib.auth import get_user_model
+    from django.core.management import call_command
 
     from corpus.issue_import import issue_file_lines
     from corpus.models import Issue
@@ -31,6 +35,7 @@ def build() -> None:
     def make_user(username: str):
         return get_user_model().objects.create_user(username=username, password=PASSWORD)
 
+    call_command("migrate", interactive=False, verbosity=0)
     codebook_version, _ = codebook_load(
         data=codebook_file_read(CODEBOOK_FILE.read_bytes()), publish=True
     )
@@ -44,10 +49,18 @@ def build() -> None:
     job = export_job_start(study=study, user=people["manager"], format="csv", raw=True)
     job.refresh_from_db()
     assert job.status == ExportJob.Status.DONE, job.error
-    print(json.dumps({"study": study.slug, "export_file": job.file.name}))
+    print(json.dumps({"study": study.slug, "export_file": job.file.name, **described()}))
 
 
-def describe() -> None:
+def restored(dataset_file: str, slug: str) -> None:
+    from django.core.management import call_command
+
+    call_command("migrate", check_unapplied=True, verbosity=0)  # exits 1 if one is missing
+    call_command("import_dataset", dataset_file, study=slug)
+    print(json.dumps(described()))
+
+
+def described() -> dict:
     from django.core.serializers.json import DjangoJSONEncoder
 
     from labeling.agreement_report import study_agreement_report
@@ -62,9 +75,9 @@ def describe() -> None:
         )
         for study in Study.objects.order_by("slug")
     }
-    print(json.dumps({"agreement": reports}))
+    return {"agreement": reports}
 
 
 if __name__ == "__main__":
     django.setup()
-    {"build": build, "describe": describe}[sys.argv[1]]()
+    {"build": build, "restored": restored}[sys.argv[1]](*sys.argv[2:])

@@ -128,10 +128,10 @@ def test_a_backup_restores_the_same_instance_and_its_datasets(server, tmp_path):
     source_media, restored_media = tmp_path / "media-source", tmp_path / "media-restored"
     backups = tmp_path / "backups"
 
-    app(["migrate", "--noinput"], database=source, media=source_media)
     built = last_line(
         app(["-m", "tests.deploy.backup_instance", "build"], database=source, media=source_media)
     )
+    study = built["study"]
     backup_run = app(["backup", "--output", str(backups)], database=source, media=source_media)
     (folder,) = backups.iterdir()
     assert folder.name.startswith("issuecoder-")
@@ -148,7 +148,8 @@ def test_a_backup_restores_the_same_instance_and_its_datasets(server, tmp_path):
     assert manifest["tables"]["labeling_resolution"] > 0
     assert set(manifest["migrations"]) >= {"labeling", "exports", "corpus", "taxonomy"}
     assert f"media/{built['export_file']}" in manifest["files"]
-    assert [entry["study"] for entry in manifest["datasets"]] == [built["study"]]
+    (dataset,) = manifest["datasets"]
+    assert dataset["study"] == study
 
     restore_run = app(["restore_backup", str(folder)], database=restored, media=restored_media)
     assert "as in the manifest" in restore_run.stdout, restore_run.stdout
@@ -161,7 +162,6 @@ def test_a_backup_restores_the_same_instance_and_its_datasets(server, tmp_path):
         ), table
     export_file = Path(built["export_file"])
     assert (restored_media / export_file).read_bytes() == (source_media / export_file).read_bytes()
-    app(["migrate", "--check"], database=restored, media=restored_media)
 
     # A second restore into the now non-empty database: refused, nothing changed.
     refused = app(
@@ -171,16 +171,14 @@ def test_a_backup_restores_the_same_instance_and_its_datasets(server, tmp_path):
     assert "is not empty" in refused.stderr and "nothing was restored" in refused.stderr
     assert table_counts(params, names["restored"]) == restored_counts
 
-    # The portable backup: the study's dataset file and codebook file, under a new slug.
-    dataset = next(entry for entry in manifest["datasets"] if entry["study"] == built["study"])
-    app(
-        ["import_dataset", str(folder / dataset["file"]), "--study", "from-dataset"],
-        database=restored,
-        media=restored_media,
+    # migrate --check, then the portable backup: the dataset file under a new slug.
+    check_restored = ["-m", "tests.deploy.backup_instance", "restored"]
+    after = last_line(
+        app(
+            [*check_restored, str(folder / dataset["file"]), "copy"],
+            database=restored,
+            media=restored_media,
+        )
     )
-
-    describe = ["-m", "tests.deploy.backup_instance", "describe"]
-    before = last_line(app(describe, database=source, media=source_media))
-    after = last_line(app(describe, database=restored, media=restored_media))
-    assert after["agreement"][built["study"]] == before["agreement"][built["study"]]
-    assert after["agreement"]["from-dataset"] == before["agreement"][built["study"]]
+    assert after["agreement"][study] == built["agreement"][study]
+    assert after["agreement"]["copy"] == built["agreement"][study]
