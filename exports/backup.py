@@ -241,11 +241,15 @@ def backup_restore(*, source: Path, force: bool = False, log: Log = print) -> li
     target = _database_label()
     existing = connection.introspection.table_names(include_views=True)
     if existing and not force:
+        fresh = (
+            "createdb a new one and point DATABASE_URL at it"
+            if vendor == "postgresql"
+            else "point DATABASE_URL at a file that does not exist yet"
+        )
         raise BackupError(
             f"The database {target} is not empty ({len(existing)} tables, such as "
             f"{', '.join(sorted(existing)[:3])}); nothing was restored. Restore into an empty "
-            "database (createdb a new one and point DATABASE_URL at it), or give --force to "
-            "replace what the backup holds in this one."
+            f"database ({fresh}), or give --force to replace what the backup holds in this one."
         )
     media_root = Path(settings.MEDIA_ROOT)
     media_files = {
@@ -366,26 +370,30 @@ def _database_label() -> str:
 def _database_state(cursor: Any) -> dict[str, Any]:
     """The row count of every table the app's models use and the latest applied migration of
     each app, read through `cursor` (Django's or a plain DB-API one: the same SQL on both)."""
+    existing = _existing_tables(cursor)
     tables = sorted(connection.introspection.django_table_names(include_views=False))
-    tables = [table for table in tables if _table_exists(cursor, table)]
     counts = {}
     for table in tables:
-        cursor.execute(f'SELECT COUNT(*) FROM "{table}"')  # noqa: S608 (names from the models)
-        counts[table] = cursor.fetchone()[0]
+        if table in existing:
+            cursor.execute(f'SELECT COUNT(*) FROM "{table}"')  # noqa: S608 (names from the models)
+            counts[table] = cursor.fetchone()[0]
     migrations: dict[str, str] = {}
-    if _table_exists(cursor, "django_migrations"):
+    if "django_migrations" in existing:
         cursor.execute("SELECT app, name FROM django_migrations ORDER BY id")
         for app, name in cursor.fetchall():
             migrations[app] = name  # applied in id order: the last one wins
     return {"tables": counts, "migrations": dict(sorted(migrations.items()))}
 
 
-def _table_exists(cursor: Any, table: str) -> bool:
+def _existing_tables(cursor: Any) -> set[str]:
+    # No query parameters: their placeholder differs between a plain sqlite3 cursor and Django's.
     if connection.vendor == "postgresql":
-        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [f'"{table}"'])
+        cursor.execute(
+            "SELECT relname FROM pg_class WHERE relkind IN ('r', 'p') AND pg_table_is_visible(oid)"
+        )
     else:
-        cursor.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name=?", [table])
-    return bool(cursor.fetchone()[0])
+        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    return {name for (name,) in cursor.fetchall()}
 
 
 def _tool(name: str) -> str:
