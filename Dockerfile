@@ -21,4 +21,6 @@ RUN SECRET_KEY=build-only-$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
 USER issuecoder
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]
+# The web service; docker-compose.yml gives the worker and beat their own commands. Workers,
+# timeouts and JSON logs: config/gunicorn.py. Health: GET /health/ (database and broker).
+CMD ["gunicorn", "config.wsgi:application", "--config", "config/gunicorn.py"]

@@ -2,8 +2,10 @@
 
 from django.core.exceptions import ImproperlyConfigured
 
+from common.log import logging_config
+
 from .base import *  # noqa: F403
-from .base import ALLOWED_HOSTS, REDIS_URL, SECRET_KEY, env
+from .base import ALLOWED_HOSTS, BASE_DIR, LOG_LEVEL, REDIS_URL, SECRET_KEY, env
 
 if not SECRET_KEY or len(SECRET_KEY) < 32 or SECRET_KEY.startswith(("local-", "test-", "change")):
     raise ImproperlyConfigured("SECRET_KEY must be set to a long random value in production.")
@@ -16,6 +18,8 @@ DEBUG = False
 CELERY_TASK_ALWAYS_EAGER = False
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+# Health probes (load balancers, container checks) speak plain HTTP to the app itself.
+SECURE_REDIRECT_EXEMPT = [r"^health/$"]
 SESSION_COOKIE_SECURE = True
 CSRF_COOKIE_SECURE = True
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=60 * 60 * 24 * 30)
@@ -37,3 +41,20 @@ CACHES = {
 # a reconnect rather than an error.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)  # noqa: F405
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # noqa: F405
+
+# Hashed static file names (app.3f2a1b.css), which WhiteNoise serves with a far-future
+# Cache-Control: a new release changes the name, so browsers never keep an old file.
+STORAGES = {
+    **STORAGES,  # noqa: F405
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+STATIC_ROOT = env("STATIC_ROOT", default=str(BASE_DIR / "staticfiles"))
+
+# JSON lines, one object a record, for a log collector (LOG_FORMAT=text for people).
+LOG_FORMAT = env("LOG_FORMAT", default="json")
+LOGGING = logging_config(LOG_FORMAT, LOG_LEVEL)
+
+# Where Celery beat keeps when each entry last ran (a file of the beat process's own).
+CELERY_BEAT_SCHEDULE_FILENAME = env(
+    "CELERY_BEAT_SCHEDULE_FILENAME", default=str(BASE_DIR / "celerybeat-schedule")
+)
