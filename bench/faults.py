@@ -174,10 +174,15 @@ def scenario_db(postgres: PrivatePostgres, database_url: str, redis_url: str, wo
 
     try:
         wait_until(lambda: port_open(port), 30, "gunicorn")
+        # Both workers loaded (Django starts lazily in each) before the clock starts.
+        warm = requests.Session()
+        warm.headers["Authorization"] = f"Token {next(iter(tokens.values()))}"
+        for _ in range(8):
+            warm.get(f"{base}/api/studies/faults/", timeout=30)
         threads = [threading.Thread(target=annotate, args=(t,)) for t in tokens.values()]
         for thread in threads:
             thread.start()
-        time.sleep(6)
+        time.sleep(8)
         restart_began = time.monotonic()
         postgres.restart()
         restart_ended = time.monotonic()
