@@ -28,7 +28,7 @@ pytestmark = pytest.mark.browser
 PAYLOADS = hostile_payloads()
 # Payloads on one page: the body and its comments. Each is rendered on its own, so an
 # unclosed tag in one cannot swallow the next.
-PER_PAGE = 16
+PER_PAGE = 26
 SAFE_PROTOCOLS = ["http:", "https:", "mailto:"]
 FORBIDDEN = [
     "script", "style", "iframe", "frame", "object", "embed", "applet", "form", "input", "button",
