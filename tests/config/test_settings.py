@@ -84,3 +84,33 @@ def test_production_shares_throttle_counts_through_redis():
     )
     assert result.returncode == 0, result.stderr
     assert "django.core.cache.backends.redis.RedisCache True" in result.stdout
+
+
+def test_production_logs_json_lines_and_serves_hashed_static_names():
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup(); from django.conf import settings; "
+            "print(settings.LOG_FORMAT, settings.LOGGING['handlers']['console']['formatter'], "
+            "settings.STORAGES['staticfiles']['BACKEND'], settings.SECURE_REDIRECT_EXEMPT)",
+        ],
+        cwd=settings.BASE_DIR,
+        env={
+            **{key: value for key, value in os.environ.items() if key != "LOG_FORMAT"},
+            "DJANGO_SETTINGS_MODULE": "config.settings.production",
+            "SECRET_KEY": "a-real-secret-" + "q" * 40,
+            "ALLOWED_HOSTS": "example.org",
+            "REDIS_URL": "redis://127.0.0.1:6379/0",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "json",
+        "json",
+        "whitenoise.storage.CompressedManifestStaticFilesStorage",
+        "['^health/$']",
+    ]
