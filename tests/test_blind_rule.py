@@ -24,8 +24,11 @@ MARK = "rationale-only-annotator2-wrote"
 
 def _answers(rationale: str, **changed: list[str]) -> dict[str, DimensionAnswer]:
     keys = {**SCREENED_IN, **changed}
+    # Every free text of a label carries it: the rationale, the evidence, a proposed category.
     return {
-        key: DimensionAnswer(category_keys=categories, rationale=rationale)
+        key: DimensionAnswer(
+            category_keys=categories, rationale=rationale, evidence=rationale, proposal=rationale
+        )
         for key, categories in keys.items()
     }
 
@@ -80,6 +83,10 @@ def _urls(labeled) -> list[str]:
         "/studies/demo/report/",
         "/studies/demo/disagreements/",
         "/studies/demo/recheck/",
+        "/studies/demo/proposals/",
+        "/studies/demo/codebook/",
+        f"/codebooks/versions/{labeled['study'].codebook_version_id}/export/"
+        "?format=markdown&study=demo",
         "/studies/demo/export/download/?format=jsonl&raw=on",
         f"/api/assignments/{theirs.id}/",
         "/api/assignments/?page_size=500",
@@ -91,6 +98,11 @@ def _urls(labeled) -> list[str]:
         "/api/studies/demo/agreement/",
         "/api/studies/demo/disagreements/",
         "/api/studies/demo/recheck/",
+        "/api/studies/demo/dashboard/",
+        "/api/studies/demo/proposals/",
+        "/api/studies/demo/agreement-by-version/",
+        "/api/studies/demo/tables/",
+        "/api/studies/demo/tables/distribution-root_cause/",
         f"/api/issues/{item.issue_id}/",
         "/api/issues/?page_size=500",
     ]
@@ -105,6 +117,7 @@ def test_the_mark_is_there_to_be_found(labeled, people):
     leaks = _leaks(people["manager"], labeled)
     assert f"/api/assignments/{labeled['theirs'].id}/" in leaks
     assert f"/api/studies/demo/items/{labeled['item'].id}/resolution/" in leaks
+    assert "/api/studies/demo/proposals/" in leaks
 
 
 @pytest.mark.parametrize("submitted", [False, True], ids=["before", "after submitting"])
