@@ -1,0 +1,531 @@
+"""Load: N annotators labeling at once on gunicorn and PostgreSQL, as in production.
+
+    python bench/load.py [--users 50] [--seconds 60] [--issues N] [--workers W]
+                         [--worker-class sync|gthread] [--threads T] [--assign claim|preassign]
+
+1. A fresh database (issuecoder_load, dropped and made again), migrated, with a study of
+   synthetic issues (the sample file's issues cloned with new numbers and ids, through the
+   import service) and the annotators, each with a password. `--assign claim` (the default):
+   the study assigns as people go, each "next" claims an item (SELECT ... SKIP LOCKED);
+   `preassign`: every item is given to an annotator beforehand. k = 1.
+2. gunicorn with the production settings (a generated SECRET_KEY, DEBUG off, the cache and
+   throttles in Redis), on 127.0.0.1 and a free port; config/gunicorn.py when it exists, with
+   the worker options given here on top.
+3. locust (bench/locustfile.py), headless: every annotator signs in on the login page, then,
+   once all have, labels item after item as the labeling page does in a browser (see there),
+   with no pause, for --seconds; then no new request starts and those under way finish.
+4. Prints requests, req/s, p50/p95/p99 and errors per request type and in total, with the
+   setup; then checks in the database that every submit answered with its redirect is stored
+   exactly once, with the answers sent.
+
+Sign-ins are not in the figures (each checks a PBKDF2 password hash, a deliberate ~0.3 s).
+Every process started here is ended when the script ends, also on Ctrl-C.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchkit import ROOT, postgres_database
+
+DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/issuecoder_load"
+DEFAULT_REDIS = "redis://127.0.0.1:6379/4"
+SLUG = "load"
+PASSWORD = "load-bench-" + "annotator"
+TARGETS = {"req_s": 300, "p95_ms": 150}
+SIGN_IN = {"login page", "login"}
+
+
+# ---- the parts that run in child processes -------------------------------------------------
+
+
+def production_environment(database_url: str, redis_url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.production",
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "SECURE_SSL_REDIRECT": "false",
+        "DEBUG": "false",
+        "PYTHONPATH": str(ROOT),
+    }
+
+
+def child_setup(n_issues: int, n_users: int, assign: str) -> None:
+    """Migrate and build the study; prints its facts as JSON."""
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.hashers import make_password
+    from django.core.management import call_command
+    from django.db import connection
+
+    from corpus.models import Issue, IssueComment
+    from corpus.services import issue_texts_render, issues_import
+    from labeling.models import Membership
+    from labeling.services.studies import study_create, study_items_add, study_member_add
+    from taxonomy.codebook_file import codebook_file_read
+    from taxonomy.services import codebook_load
+
+    started = time.perf_counter()
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)
+    version, _ = codebook_load(
+        data=codebook_file_read((ROOT / "taxonomy/data/llm-training-issues.json").read_bytes()),
+        publish=True,
+    )
+    samples = [
+        json.loads(line)
+        for line in (ROOT / "corpus/data/sample-issues.jsonl").read_text().splitlines()
+    ]
+    samples = [sample for sample in samples if sample.get("pull_request") is None]
+
+    def clones():
+        for n in range(n_issues):
+            issue = json.loads(json.dumps(samples[n % len(samples)]))
+            issue["number"] = 1_000_000 + n
+            issue["id"] = 9_000_000_000 + n
+            issue.pop("node_id", None)
+            for position, comment in enumerate(issue.get("comments_data") or []):
+                comment["id"] = 8_000_000_000 + n * 1_000 + position
+            yield n + 1, issue
+
+    report = issues_import(objects=clones(), render=False)
+    assert not report.errors, report.errors[:3]
+    # Each distinct text rendered once, by the service, and its HTML and facets copied to the
+    # clones: rendering all of them would take minutes and give the same result.
+    issue_texts_render(
+        issue_ids=list(
+            Issue.objects.filter(number__lt=1_000_000 + len(samples)).values_list("id", flat=True)
+        )
+    )
+    assert (Issue._meta.db_table, IssueComment._meta.db_table) == (
+        "corpus_issue",
+        "corpus_issuecomment",
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE corpus_issue AS clone SET body_html = first.body_html, "
+            "facets = first.facets FROM corpus_issue AS first "
+            "WHERE clone.body_html = '' AND first.repository_id = clone.repository_id "
+            "AND first.number = 1000000 + (clone.number - 1000000) %% %s",
+            [len(samples)],
+        )
+        cursor.execute(
+            "UPDATE corpus_issuecomment AS clone SET body_html = first.body_html "
+            "FROM corpus_issuecomment AS first WHERE clone.body_html = '' "
+            "AND first.github_id = 8000000000 + (clone.github_id - 8000000000) / 1000 %% %s "
+            "* 1000 + clone.github_id %% 1000",
+            [len(samples)],
+        )
+    assert not Issue.objects.filter(body_html="").exists()
+    User = get_user_model()
+    # One hash for all: the same password, and 50 PBKDF2 rounds saved.
+    password = make_password(PASSWORD)
+    users = [
+        User.objects.create(username=f"annotator{n:03d}", password=password) for n in range(n_users)
+    ]
+    issues = list(Issue.objects.filter(number__gte=1_000_000).order_by("id"))
+    if assign == "preassign":
+        study = study_create(
+            slug=SLUG, name="Load", codebook_version=version, k=1, annotators=users,
+            issues=issues,
+        )  # fmt: skip
+    else:
+        study = study_create(slug=SLUG, name="Load", codebook_version=version, k=1)
+        for user in users:
+            study_member_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
+        study_items_add(study=study, issues=issues)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")  # statistics as autovacuum would give a live site
+    print(
+        json.dumps(
+            {
+                "items": study.items.count(),
+                "dimensions": list(
+                    version.dimensions.order_by("position").values_list("key", flat=True)
+                ),
+                "users": [user.username for user in users],
+                "seconds": time.perf_counter() - started,
+            }
+        )
+    )
+
+
+def child_drive(config_path: str) -> None:
+    """Run the locust users (bench/locustfile.py) and write every request's outcome to a file."""
+    import gevent
+    from locust.env import Environment
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import locustfile
+    from locustfile import Annotator, Run
+
+    config = json.loads(Path(config_path).read_text())
+    locustfile.configure(
+        slug=config["slug"], origin=config["origin"], dimensions=config["dimensions"],
+        credentials=[(name, PASSWORD) for name in config["users"]],
+    )  # fmt: skip
+    n_users = len(config["users"])
+    samples: list[tuple[str, float, str | None]] = []
+
+    environment = Environment(user_classes=[Annotator], host=config["host"])
+
+    def on_request(request_type, name, response_time, response_length, exception, **_):
+        samples.append((name, response_time, None if exception is None else str(exception)))
+
+    environment.events.request.add_listener(on_request)
+    runner = environment.create_local_runner()
+    runner.start(n_users, spawn_rate=n_users)
+    deadline = time.monotonic() + 120
+    runner.spawning_greenlet.join()
+    # Everyone signed in, or those who could not have stopped (an error, counted below).
+    while Run.signed_in + Run.sign_in_failed < n_users and time.monotonic() < deadline:
+        gevent.sleep(0.1)
+    signed_in_seconds = 120 - (deadline - time.monotonic())
+    Run.active = Run.signed_in
+    started = time.monotonic()
+    Run.go.set()
+    gevent.sleep(config["seconds"])
+    Run.stopping = True
+    stopped = time.monotonic()
+    Run.idle.wait(timeout=30)  # the requests under way finish
+    finished = time.monotonic()
+    runner.quit()
+    Path(config["output"]).write_text(
+        json.dumps(
+            {
+                "samples": samples,
+                "seconds": finished - started,
+                "run_seconds": stopped - started,
+                "signed_in": Run.signed_in,
+                "signed_in_seconds": signed_in_seconds,
+                "out_of_items": Run.out_of_items,
+                "submits": Run.submits,
+                "answers": locustfile.ANSWERS,
+            }
+        )
+    )
+
+
+def child_check(submits_path: str) -> None:
+    """Each submit answered with its redirect: one assignment, submitted, with one annotation
+    per dimension holding the answers sent; and no submitted assignment beyond those."""
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.db.models import Count
+
+    from labeling.models import Annotation, Assignment
+
+    sent = json.loads(Path(submits_path).read_text())
+    submits = [tuple(pair) for pair in sent["submits"]]
+    expected = {key: sorted(values) for key, values in sent["answers"].items()}
+    seen = set(submits)
+    rows = {
+        (username, item_id): (pk, status)
+        for pk, username, item_id, status in Assignment.objects.filter(
+            item__study__slug=SLUG
+        ).values_list("pk", "annotator__username", "item_id", "status")
+    }
+    annotations: dict[int, dict[str, list[str]]] = {}
+    for assignment_id, key, category in Annotation.objects.filter(
+        assignment__item__study__slug=SLUG
+    ).values_list("assignment_id", "dimension__key", "categories__key"):
+        keys = annotations.setdefault(assignment_id, {}).setdefault(key, [])
+        if category is not None:
+            keys.append(category)
+    duplicates = (
+        Annotation.objects.filter(assignment__item__study__slug=SLUG)
+        .values("assignment_id", "dimension_id")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+        .count()
+    )
+    lost, wrong = 0, 0
+    for key in seen:
+        if key not in rows or rows[key][1] != Assignment.Status.SUBMITTED:
+            lost += 1
+            continue
+        stored = {k: sorted(v) for k, v in annotations.get(rows[key][0], {}).items() if v}
+        if stored != expected:
+            wrong += 1
+    submitted = {key for key, (_, status) in rows.items() if status == Assignment.Status.SUBMITTED}
+    print(
+        json.dumps(
+            {
+                "answered": len(submits),
+                "repeated_in_answers": len(submits) - len(seen),
+                "lost": lost,
+                "wrong_answers": wrong,
+                "duplicate_annotations": duplicates,
+                "submitted_in_database": len(submitted),
+                "submitted_unanswered": len(submitted - seen),
+            }
+        )
+    )
+
+
+# ---- the parent: set up, serve, drive, report ----------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run_json(arguments: list[str], environment: dict[str, str]) -> dict:
+    completed = subprocess.run(
+        [sys.executable, __file__, *arguments], cwd=ROOT, env=environment,
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if completed.returncode != 0:
+        sys.stderr.write(completed.stderr[-4000:])
+        raise SystemExit(f"{arguments[0]} failed")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def gunicorn_start(arguments, environment: dict, port: int, log: Path) -> subprocess.Popen:
+    command = [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi:application"]
+    if (ROOT / "config/gunicorn.py").exists():
+        command += ["-c", "config/gunicorn.py"]
+    command += ["--bind", f"127.0.0.1:{port}"]
+    for option, value in (
+        ("--workers", arguments.workers),
+        ("--worker-class", arguments.worker_class),
+        ("--threads", arguments.threads),
+    ):
+        if value is not None:
+            command += [option, str(value)]
+    # A session of its own: Ctrl-C reaches this script, which then ends gunicorn's whole group.
+    return subprocess.Popen(
+        command, cwd=ROOT, env=environment, stdout=log.open("w"), stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def wait_until_serving(process: subprocess.Popen, url: str, log: Path) -> None:
+    import urllib.request  # here: the driver child must import ssl after gevent patched it
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit("gunicorn stopped:\n" + log.read_text()[-3000:])
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 (our http URL)
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit("gunicorn did not answer within 60 s:\n" + log.read_text()[-3000:])
+
+
+def stop_group(process: subprocess.Popen | None) -> None:
+    if process is None or process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        pass
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    """Nearest rank."""
+    if not sorted_values:
+        return math.nan
+    return sorted_values[max(0, math.ceil(fraction * len(sorted_values)) - 1)]
+
+
+def gunicorn_workers(log: Path) -> str:
+    text = log.read_text()
+    kind = re.search(r"Using worker: (\w+)", text)
+    return f"{text.count('Booting worker')} x {kind.group(1) if kind else '?'}"
+
+
+def report(result: dict, setup: dict) -> dict:
+    by_name: dict[str, list[float]] = {}
+    errors: dict[str, list[str]] = {}
+    for name, milliseconds, error in result["samples"]:
+        by_name.setdefault(name, []).append(milliseconds)
+        if error is not None:
+            errors.setdefault(name, []).append(error)
+    seconds = result["seconds"]
+    order = [n for n in ("next", "page", "draft", "submit") if n in by_name]
+    order += sorted(set(by_name) - set(order) - SIGN_IN)
+    print(
+        f"{'request':<10} {'count':>7} {'req/s':>7} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} "
+        f"{'errors':>6}"
+    )
+
+    def row(name: str, values: list[float], n_errors: int) -> None:
+        values = sorted(values)
+        print(
+            f"{name:<10} {len(values):>7} {len(values) / seconds:>7.1f} "
+            f"{percentile(values, 0.50):>7.1f} {percentile(values, 0.95):>7.1f} "
+            f"{percentile(values, 0.99):>7.1f} {n_errors:>6}"
+        )
+
+    total = [value for name in order for value in by_name[name]]
+    for name in order:
+        row(name, by_name[name], len(errors.get(name, [])))
+    row("total", total, sum(len(errors.get(name, [])) for name in order))
+    print("signing in, before the measured time:")
+    for name in sorted(SIGN_IN & by_name.keys()):
+        row(name, by_name[name], len(errors.get(name, [])))
+    distinct = []
+    for messages in errors.values():
+        for message in messages:
+            if message not in distinct:
+                distinct.append(message)
+    for message in distinct[:5]:
+        print(f"  error: {message[:200]}")
+    total.sort()
+    return {
+        "req_s": len(total) / seconds,
+        "p95_ms": percentile(total, 0.95),
+        "errors": sum(len(e) for e in errors.values()),  # sign-in errors count too
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--issues", type=int, help="items in the study (default 100 a user)")
+    parser.add_argument("--workers", type=int, help="gunicorn workers (default 4, or the config's)")
+    parser.add_argument("--worker-class", help="sync (default) or gthread")
+    parser.add_argument("--threads", type=int, help="threads of a gthread worker")
+    parser.add_argument("--assign", choices=("claim", "preassign"), default="claim")
+    parser.add_argument("--postgres", default=os.environ.get("LOAD_POSTGRES_URL", DEFAULT_POSTGRES))
+    parser.add_argument("--redis", default=os.environ.get("LOAD_REDIS_URL", DEFAULT_REDIS))
+    parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.child:
+        kind, *rest = arguments.child
+        if kind == "setup":
+            child_setup(int(rest[0]), int(rest[1]), rest[2])
+        elif kind == "drive":
+            child_drive(rest[0])
+        else:
+            child_check(rest[0])
+        return
+    if not (ROOT / "config/gunicorn.py").exists() and arguments.workers is None:
+        arguments.workers = 4
+    n_issues = arguments.issues or 100 * arguments.users
+    if not postgres_database(arguments.postgres):
+        print("load: PostgreSQL is needed.")
+        return
+    environment = production_environment(arguments.postgres, arguments.redis)
+    gunicorn = None
+    # Ctrl-C or a TERM ends the run the same way: the finally below ends gunicorn.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        with tempfile.TemporaryDirectory(prefix="issuecoder-load-") as folder:
+            folder = Path(folder)
+            # Hashed static files collected as the image build does (the manifest storage
+            # needs them), into a folder of this run.
+            environment["STATIC_ROOT"] = str(folder / "static")
+            print(f"setting up {n_issues} items, {arguments.users} annotators ...", flush=True)
+            setup = run_json(
+                ["--child", "setup", str(n_issues), str(arguments.users), arguments.assign],
+                environment,
+            )
+            print(f"  done in {setup['seconds']:.0f} s", flush=True)
+            port = free_port()
+            host = f"http://127.0.0.1:{port}"
+            log = folder / "gunicorn.log"
+            gunicorn = gunicorn_start(arguments, environment, port, log)
+            wait_until_serving(gunicorn, host + "/accounts/login/", log)
+            config = {
+                "host": host,
+                "origin": f"https://127.0.0.1:{port}",
+                "slug": SLUG,
+                "users": setup["users"],
+                "dimensions": setup["dimensions"],
+                "seconds": arguments.seconds,
+                "output": str(folder / "result.json"),
+            }
+            (folder / "config.json").write_text(json.dumps(config))
+            load_before = os.getloadavg()
+            driver = subprocess.run(
+                [sys.executable, __file__, "--child", "drive", str(folder / "config.json")],
+                cwd=ROOT,
+            )
+            load_after = os.getloadavg()
+            if driver.returncode != 0:
+                raise SystemExit("the locust driver failed")
+            result = json.loads((folder / "result.json").read_text())
+            workers = gunicorn_workers(log)
+            stop_group(gunicorn)
+            # What the application logged beyond one INFO line a request: errors, refusals.
+            errors_logged = [
+                line
+                for line in log.read_text().splitlines()
+                if "Traceback" in line or '"level": "ERROR"' in line or '"level": "WARNING"' in line
+            ]
+            print(
+                f"\nload: {arguments.users} annotators ({result['signed_in']} signed in, in "
+                f"{result['signed_in_seconds']:.0f} s), {result['run_seconds']:.0f} s + "
+                f"{result['seconds'] - result['run_seconds']:.1f} s to finish; gunicorn "
+                f"{workers}, production settings; PostgreSQL "
+                f"{setup['items']} items ({arguments.assign}, k = 1); {os.cpu_count()} cores "
+                f"shared with the client; load average {load_before[0]:.1f} before, "
+                f"{load_after[0]:.1f} after"
+            )
+            figures = report(result, setup)
+            if result["out_of_items"]:
+                print(f"  {result['out_of_items']} annotators ran out of items: use more --issues")
+            if errors_logged:
+                print(f"  the server logged {len(errors_logged)} errors or warnings, the first:")
+                for line in errors_logged[:3]:
+                    print(f"    {line[:300]}")
+            (folder / "submits.json").write_text(
+                json.dumps({"submits": result["submits"], "answers": result["answers"]})
+            )
+            check = run_json(["--child", "check", str(folder / "submits.json")], environment)
+        print(
+            f"submits answered with a redirect: {check['answered']}; stored exactly once with "
+            f"their answers: {check['answered'] - check['lost'] - check['wrong_answers']}; lost "
+            f"{check['lost']}, wrong answers {check['wrong_answers']}, duplicate annotations "
+            f"{check['duplicate_annotations']}, the same submit answered twice "
+            f"{check['repeated_in_answers']}; submitted in the database "
+            f"{check['submitted_in_database']} ({check['submitted_unanswered']} without an answer)"
+        )
+        met = (
+            figures["req_s"] >= TARGETS["req_s"]
+            and figures["p95_ms"] < TARGETS["p95_ms"]
+            and figures["errors"] == 0
+        )
+        print(
+            f"targets (>= {TARGETS['req_s']} req/s, p95 < {TARGETS['p95_ms']} ms, 0 errors): "
+            f"{'met' if met else 'missed'}"
+        )
+    finally:
+        stop_group(gunicorn)
+        if not arguments.keep:
+            postgres_database(arguments.postgres, create=False)
+
+
+if __name__ == "__main__":
+    main()
