@@ -19,6 +19,11 @@ RUN SECRET_KEY=build-only-$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
     ALLOWED_HOSTS=build REDIS_URL=redis://build:6379/0 \
     python manage.py collectstatic --noinput
 
+# The app folder is the app user's: beat keeps its schedule file there (celerybeat-schedule).
+# media/ (export files, shared by web and worker) and backups/ are volumes in
+# docker-compose.yml; a new volume takes its owner from the image's folder.
+RUN mkdir -p media backups && chown issuecoder:issuecoder . media backups
+
 USER issuecoder
 EXPOSE 8000
 # The web service; docker-compose.yml gives the worker and beat their own commands. Workers,
