@@ -89,7 +89,8 @@ def backup_create(*, destination: Path, datasets: bool = True, log: Log = print)
         raise BackupError(f"{final} exists already; wait a second and run the backup again.")
     partial = destination / f".{name}.partial"
     shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
+    # The owner's only: a backup holds every account's data (password hashes, sessions).
+    partial.mkdir(mode=0o700)
     try:
         log(f"Backing up {_database_label()} to {final}")
         if vendor == "postgresql":
