@@ -6,12 +6,14 @@ the study once more with `import_dataset`; a non-empty database is refused and l
 
 Both instances run in processes of their own on databases of their own: the pytest database
 lives in a transaction that pg_dump would not see. The dataset round trip itself, in every
-format, is tested in tests/exports/test_dataset_restore.py.
+format, is tested in tests/exports/test_dataset_restore.py. The embedded default's SQLite
+database is backed up and restored too, with SQLite's online backup instead of pg_dump.
 """
 
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -182,3 +184,46 @@ def test_a_backup_restores_the_same_instance_and_its_datasets(server, tmp_path):
     )
     assert after["agreement"][study] == built["agreement"][study]
     assert after["agreement"]["copy"] == built["agreement"][study]
+
+
+def sqlite_tables(path: Path) -> dict[str, list[tuple]]:
+    with sqlite3.connect(path) as database:
+        names = [
+            name
+            for (name,) in database.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
+        return {
+            name: database.execute(f'SELECT * FROM "{name}" ORDER BY rowid').fetchall()  # noqa: S608
+            for name in names
+        }
+
+
+def test_an_embedded_sqlite_instance_is_backed_up_and_restored_too(tmp_path):
+    source, restored = tmp_path / "source.sqlite3", tmp_path / "restored.sqlite3"
+    source_media, restored_media = tmp_path / "media-source", tmp_path / "media-restored"
+    built = last_line(
+        app(
+            ["-m", "tests.deploy.backup_instance", "build"],
+            database=f"sqlite:///{source}",
+            media=source_media,
+        )
+    )
+    app(
+        ["backup", "--output", str(tmp_path / "backups")],
+        database=f"sqlite:///{source}",
+        media=source_media,
+    )
+    (folder,) = (tmp_path / "backups").iterdir()
+    assert json.loads((folder / "manifest.json").read_text())["database"]["vendor"] == "sqlite"
+
+    run = app(
+        ["restore_backup", str(folder)], database=f"sqlite:///{restored}", media=restored_media
+    )
+
+    assert "as in the manifest" in run.stdout
+    # Every table, row by row.
+    assert sqlite_tables(restored) == sqlite_tables(source)
+    export_file = Path(built["export_file"])
+    assert (restored_media / export_file).read_bytes() == (source_media / export_file).read_bytes()
