@@ -19,13 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from django.urls.exceptions import Resolver404
 from rest_framework.test import APIClient
 
 from accounts.services import api_token_create
+from corpus.issue_import import issue_file_lines
 from corpus.models import Issue
 from corpus.services import issues_import
 from exports.jobs import export_job_start
@@ -37,7 +39,7 @@ from labeling.services.studies import study_create
 from taxonomy.codebook_file import codebook_file_read
 from taxonomy.drafts import codebook_draft_create
 from taxonomy.services import codebook_load
-from tests.conftest import CODEBOOK_FILE, SAMPLE_ISSUES_FILE
+from tests.conftest import CODEBOOK_FILE, PASSWORD, SAMPLE_ISSUES_FILE
 
 ROLES = [
     "manager",
@@ -70,24 +72,45 @@ class World:
     sync_run_id: int
 
 
-@pytest.fixture
-def world(
-    study, people, make_user, codebook_version, settings, tmp_path
-) -> tuple[World, dict[str, Any]]:
-    settings.MEDIA_ROOT = str(tmp_path / "media")
+def _world_build() -> tuple[World, dict[str, Any]]:
+    """demo as the `study` fixture makes it, the other study, and what their routes name."""
+    make_user = get_user_model().objects.create_user
+    codebook_version, _ = codebook_load(
+        data=codebook_file_read(CODEBOOK_FILE.read_bytes()), publish=True
+    )
+    with SAMPLE_ISSUES_FILE.open("rb") as stream:
+        issues_import(objects=issue_file_lines(stream))
+    sample_issues = list(Issue.objects.order_by("repository", "number"))
     line = json.loads(SAMPLE_ISSUES_FILE.read_text().splitlines()[0])
     line.update(number=990_001, id=990_001, title="An issue of the other study only")
     issues_import(objects=[(1, line)])
     other_issue = Issue.objects.get(number=990_001)
+    # The usernames of the `people` fixture.
     users = {
-        "manager": people["manager"],
-        "annotator": people["annotator1"],
-        "adjudicator": people["adjudicator"],
-        "other_annotator": make_user("other_annotator"),
-        "other_manager": make_user("other_manager"),
-        "superuser": make_user("root", is_staff=True, is_superuser=True),
-        "anonymous": None,
+        role: make_user(username=username, password=PASSWORD)
+        for role, username in (
+            ("manager", "manager"),
+            ("annotator", "annotator1"),
+            ("adjudicator", "adjudicator"),
+            ("other_annotator", "other_annotator"),
+            ("other_manager", "other_manager"),
+        )
     }
+    annotator2 = make_user(username="annotator2", password=PASSWORD)
+    users["superuser"] = make_user(
+        username="root", password=PASSWORD, is_staff=True, is_superuser=True
+    )
+    users["anonymous"] = None
+    demo = study_create(
+        slug="demo",
+        name="Demo",
+        codebook_version=codebook_version,
+        k=2,
+        annotators=[users["annotator"], annotator2],
+        managers=[users["manager"]],
+        adjudicators=[users["adjudicator"]],
+        issues=sample_issues,
+    )
     # A codebook of its own, so that a manager of one study is refused the other's codebook.
     other_codebook = codebook_file_read(CODEBOOK_FILE.read_bytes())
     other_codebook["name"] = "another-codebook"
@@ -106,7 +129,7 @@ def world(
     theirs = Assignment.objects.select_related("item").get(item__study__slug="other")
     exports = {
         slug: export_job_run(job_id=export_job_start(study=owner, user=users[manager]).pk)
-        for slug, owner, manager in (("demo", study, "manager"), ("other", other, "other_manager"))
+        for slug, owner, manager in (("demo", demo, "manager"), ("other", other, "other_manager"))
     }
     token, _ = api_token_create(user=users["manager"], name="matrix")
     source = source_create(repository="microsoft/DeepSpeed", created_by=users["manager"])
@@ -130,6 +153,21 @@ def world(
         ),
         users,
     )
+
+
+@pytest.fixture(scope="module")
+def built_world(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The world, built once for the module in a transaction rolled back at its end. No case
+    changes it: every request runs in a savepoint rolled back after it (`_status`)."""
+    media = override_settings(MEDIA_ROOT=str(tmp_path_factory.mktemp("media")))
+    with django_db_blocker.unblock(), media, transaction.atomic():
+        yield _world_build()
+        transaction.set_rollback(True)
+
+
+@pytest.fixture
+def world(db, built_world) -> tuple[World, dict[str, Any]]:
+    return built_world
 
 
 @dataclass
