@@ -1,14 +1,15 @@
 """Who gets what: every page and API route, by every role, as a matrix of statuses.
 
-Two studies: "demo" (the `study` fixture: a manager, two annotators, an adjudicator) and
-"other", with its own manager and annotator, one issue of its own and a codebook of its own.
-Ids of the other study's items, issues, assignments and export jobs are tried through demo's
-routes and the other way round (no IDOR): what a user may not see is a 404 exactly like what
-does not exist; a 403 only tells a member that their role does not allow the action.
+Two studies: "demo" (as the `study` fixture makes it: a manager, two annotators, an
+adjudicator) and "other", with its own manager and annotator, one issue of its own and a
+codebook of its own. Ids of the other study's items, issues, assignments, export jobs and
+codebook are tried through demo's routes and the other way round (no IDOR): what a user may not
+see is a 404 exactly like what does not exist; a 403 only tells a member that their role does
+not allow the action.
 
 Each role's request runs in a savepoint rolled back afterwards, so that one role's write (a
-deleted source, a revoked token) never changes what the next role sees: a row of the table does
-not depend on the order of the roles.
+deleted source, a revoked token) never changes what the next role or case sees: the table does
+not depend on the order of the roles or the cases, and the world is built once for the module.
 
 `test_every_route_and_method_has_a_case` walks the URL resolver: every route of the project and
 every method its view answers has a case here, or a reason in `EXEMPT`.
