@@ -62,6 +62,8 @@ def logging_config(log_format: str, level: str = "INFO") -> dict[str, Any]:
             # Its "Not Found: /x" warnings repeat the request line; errors (with their
             # traceback) stay.
             "django.request": {"handlers": [], "level": "ERROR", "propagate": True},
+            # "/app/.env not found" at every start, where settings come from the environment.
+            "environ": {"handlers": [], "level": "WARNING", "propagate": True},
             # Each request is logged once, by RequestLogMiddleware (issuecoder.request); the
             # development server's own access lines would say it again.
             "django.server": {"handlers": [], "level": "WARNING", "propagate": True},
