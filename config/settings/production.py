@@ -41,6 +41,13 @@ CACHES = {
 # a reconnect rather than an error.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)  # noqa: F405
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # noqa: F405
+# A database host that drops packets makes a request (and the health probe) fail after this
+# many seconds instead of hanging a web process until the operating system gives up.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
+    DATABASES["default"].setdefault("OPTIONS", {})  # noqa: F405
+    DATABASES["default"]["OPTIONS"].setdefault(  # noqa: F405
+        "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT", default=5)
+    )
 
 # Hashed static file names (app.3f2a1b.css), which WhiteNoise serves with a far-future
 # Cache-Control: a new release changes the name, so browsers never keep an old file.
