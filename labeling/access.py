@@ -162,12 +162,16 @@ def assignment_list_editable_by(*, user: User) -> QuerySet[Assignment]:
     return Assignment.objects.filter(annotator=user)
 
 
-def assignment_get_for_annotator(*, study: Study, item_id: int, user: User) -> Assignment | None:
+def assignment_get_for_annotator(
+    *, study: Study, item_id: int, user: User, with_issue: bool = True
+) -> Assignment | None:
     """The user's own assignment of an item of the study, with what the labeling page shows of
-    it; None when the item is not in their queue (blind: no peeking at other people's)."""
+    it (without the issue when `with_issue` is false: a background save needs none of its
+    text); None when the item is not in their queue (blind: no peeking at other people's)."""
+    related = ("item__issue__repository", "item__round") if with_issue else ("item",)
     return (
         assignment_list_editable_by(user=user)
-        .select_related("item__issue__repository", "item__round")
+        .select_related(*related)
         .filter(item__study=study, item_id=item_id)
         .first()
     )

@@ -1,3 +1,4 @@
+import copy
 from collections.abc import Iterable
 
 from django.core.cache import cache
@@ -47,15 +48,29 @@ def dimensions_of(*, version_id: int) -> list[Dimension]:
     return list(Dimension.objects.filter(version_id=version_id).order_by("position"))
 
 
+# Dimensions of published versions, also kept in this process: a labeling request asks for
+# them two or three times, and each trip to the shared cache (Redis in production) costs a
+# round trip and the unpickling of model instances. Published versions never change; the
+# bound only keeps a long-lived process from collecting versions without end.
+_PUBLISHED_DIMENSIONS: dict[str, list[Dimension]] = {}
+_PUBLISHED_DIMENSIONS_MAX = 256
+
+
 def dimensions_of_version(*, version: CodebookVersion) -> list[Dimension]:
     """`dimensions_of`, kept in the cache for a published version (which never changes)."""
     if not version.is_published:
         return dimensions_of(version_id=version.id)
-    return cache.get_or_set(
-        f"taxonomy:dimensions:{version.id}:{version.content_hash}",
-        lambda: dimensions_of(version_id=version.id),
-        24 * 60 * 60,
-    )
+    key = f"taxonomy:dimensions:{version.id}:{version.content_hash}"
+    dimensions = _PUBLISHED_DIMENSIONS.get(key)
+    if dimensions is None:
+        dimensions = cache.get_or_set(
+            key, lambda: dimensions_of(version_id=version.id), 24 * 60 * 60
+        )
+        if len(_PUBLISHED_DIMENSIONS) >= _PUBLISHED_DIMENSIONS_MAX:
+            _PUBLISHED_DIMENSIONS.clear()
+        _PUBLISHED_DIMENSIONS[key] = dimensions
+    # Instances of the caller's own, as the shared cache gives: none is shared by two requests.
+    return [copy.copy(dimension) for dimension in dimensions]
 
 
 def category_depths(categories: Iterable[Category]) -> dict[int, int]:

@@ -19,18 +19,32 @@ from taxonomy.selectors import category_depths
 CACHE_SECONDS = 24 * 60 * 60
 
 
-def _categories_html(dimension: Dimension, content_hash: str) -> str:
-    def render() -> str:
+def _categories_key(dimension: Dimension, content_hash: str) -> str:
+    return f"labeling:categories:{dimension.id}:{content_hash}"
+
+
+def _categories_html(dimensions: list[Dimension], content_hash: str) -> dict[int, str]:
+    """Each dimension's category tree as HTML, by dimension id: one round trip to the cache
+    for all of them (a page view asked once per dimension before), the missing ones rendered
+    and stored."""
+    keys = {dimension.id: _categories_key(dimension, content_hash) for dimension in dimensions}
+    found = cache.get_many(list(keys.values()))
+    html = {}
+    missing = {}
+    for dimension in dimensions:
+        key = keys[dimension.id]
+        if key in found:
+            html[dimension.id] = found[key]
+            continue
         categories = list(dimension.categories.order_by("position"))
         depth = category_depths(categories)
         entries = [{"category": c, "depth": depth[c.id]} for c in categories]
-        return render_to_string(
+        html[dimension.id] = missing[key] = render_to_string(
             "web/_categories.html", {"dimension": dimension, "categories": entries}
         )
-
-    return cache.get_or_set(
-        f"labeling:categories:{dimension.id}:{content_hash}", render, CACHE_SECONDS
-    )
+    if missing:
+        cache.set_many(missing, CACHE_SECONDS)
+    return html
 
 
 def _with_chosen(html: str, keys: set[str]) -> SafeString:
@@ -54,6 +68,7 @@ def dimension_rows(page: LabelingPage, *, content_hash: str) -> list[dict]:
         chosen_by_key[dimension.key] = (
             {c.key for c in annotation.categories.all()} if annotation else set()
         )
+    trees = _categories_html(page.dimensions, content_hash)
     # The page sends every dimension when it saves, so an unanswered one counts as "no
     # category" here exactly as it does for the service that checks a submit.
     return [
@@ -61,7 +76,7 @@ def dimension_rows(page: LabelingPage, *, content_hash: str) -> list[dict]:
             "dimension": dimension,
             "annotation": page.annotations.get(dimension.id),
             "categories_html": _recheck_note(page.annotations.get(dimension.id))
-            + _with_chosen(_categories_html(dimension, content_hash), chosen_by_key[dimension.key]),
+            + _with_chosen(trees[dimension.id], chosen_by_key[dimension.key]),
             "applies": dimension.applies_given(chosen_by_key),
             "applicability_json": json.dumps(dimension.applicability_table()),
             "condition_text": _condition_text(dimension, page.dimensions),

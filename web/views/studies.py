@@ -61,8 +61,12 @@ def study_or_404(request: HttpRequest, slug: str) -> tuple[Study, set[str]]:
     return found
 
 
-def _assignment_or_404(request: HttpRequest, study: Study, item_id: int) -> Assignment:
-    assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=request.user)
+def _assignment_or_404(
+    request: HttpRequest, study: Study, item_id: int, *, with_issue: bool = True
+) -> Assignment:
+    assignment = assignment_get_for_annotator(
+        study=study, item_id=item_id, user=request.user, with_issue=with_issue
+    )
     if assignment is None:
         raise Http404("This item is not in your queue.")
     return assignment
@@ -261,7 +265,7 @@ def _outcome(request: HttpRequest, assignment: Assignment) -> dict | None:
 def label_item_autosave(request: HttpRequest, slug: str, item_id: int) -> JsonResponse:
     """The labeling page's background draft save: JSON in the API's error shape."""
     study, _ = study_or_404(request, slug)
-    assignment = _assignment_or_404(request, study, item_id)
+    assignment = _assignment_or_404(request, study, item_id, with_issue=False)
     dimensions = dimensions_of_version(version=study.codebook_version)
     try:
         assignment = assignment_save(
