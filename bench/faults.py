@@ -34,8 +34,8 @@ from benchkit import ROOT
 
 sys.path.insert(0, str(ROOT))
 
+from tests.celery_worker import CeleryWorker
 from tests.faults.servers import (
-    CeleryWorker,
     PrivatePostgres,
     PrivateRedis,
     free_port,

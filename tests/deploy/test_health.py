@@ -4,8 +4,8 @@ import socket
 
 import pytest
 
+from tests.celery_worker import redis_reachable
 from tests.conftest import require_service
-from tests.ingest.test_worker import redis_reachable
 
 
 def closed_port() -> int:

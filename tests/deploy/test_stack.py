@@ -30,8 +30,8 @@ import pytest
 import yaml
 
 from deploy.stack import StackError, app_services, env_file_read, interpolate
+from tests.celery_worker import redis_reachable
 from tests.conftest import require_service
-from tests.ingest.test_worker import redis_reachable
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())

@@ -3,10 +3,6 @@ in-process mode, and a real Celery worker on Redis), with progress, the file on 
 storage, failures recorded, and a second delivery harmless."""
 
 import io
-import os
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -20,17 +16,17 @@ from exports.jobs import export_job_start
 from exports.models import ExportJob
 from exports.services import dataset_export_write, export_job_run
 from labeling.models import Study
+from tests.celery_worker import (
+    CeleryWorker,
+    queue_forget,
+    redis_reachable,
+    wait_for,
+    worker_database_url,
+)
 from tests.conftest import require_postgres, require_service
 from tests.exports.dataset_study import resolved_study_make
-from tests.ingest.test_worker import redis_reachable, worker_database_url
 
-ROOT = Path(__file__).resolve().parents[2]
 QUEUE = f"exports-tests-{uuid.uuid4().hex[:10]}"
-WORKER_COMMAND = [
-    sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", QUEUE, "--loglevel=WARNING",
-    "--pool=threads", "--concurrency=1", "-n", f"{QUEUE}@%h",
-    "--without-heartbeat", "--without-gossip", "--without-mingle",
-]  # fmt: skip
 
 
 @pytest.fixture
@@ -159,31 +155,20 @@ def export_worker(transactional_db, settings, tmp_path, media_root):
         "start it and set REDIS_URL=redis://127.0.0.1:6379/0",
     )
     settings.EXPORTS_QUEUE = QUEUE
-    log = (tmp_path / "worker.log").open("wb")
-    process = subprocess.Popen(
-        WORKER_COMMAND,
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "config.settings.test",
+    worker = CeleryWorker(
+        QUEUE,
+        {
             "DATABASE_URL": worker_database_url(),
             "REDIS_URL": settings.REDIS_URL,
             "EXPORTS_QUEUE": QUEUE,
             "MEDIA_ROOT": str(media_root),
         },
-        stdout=log,
-        stderr=subprocess.STDOUT,
+        tmp_path,
     )
-    log.close()
-    yield tmp_path / "worker.log"
-    process.send_signal(subprocess.signal.SIGQUIT)
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-    with app.connection_for_write() as broker:
-        broker.default_channel.queue_purge(QUEUE)
+    worker.start()
+    yield worker
+    worker.stop()
+    queue_forget(QUEUE, settings.REDIS_URL)
 
 
 @pytest.mark.worker
@@ -194,13 +179,13 @@ def test_a_celery_worker_runs_the_job_through_the_broker(
 
     job = export_job_start(study=study, user=people["manager"], format="parquet", raw=True)
 
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        job.refresh_from_db()
-        if job.status in ("done", "failed"):
-            break
-        time.sleep(0.1)
-    assert job.status == "done", f"{job.status} {job.error}\n{export_worker.read_text()[-3000:]}"
+    wait_for(
+        lambda: ExportJob.objects.get(pk=job.pk).status in ("done", "failed"),
+        "the job to finish",
+        export_worker,
+    )
+    job.refresh_from_db()
+    assert job.status == "done", f"{job.status} {job.error}\n{export_worker.logs()}"
     assert job.rows_done == job.rows_total == 12
     with job.file.open("rb") as stored:
         assert stored.read() == direct_export(study, "parquet", raw=True)

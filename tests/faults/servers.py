@@ -175,61 +175,6 @@ class PrivatePostgres:
         self.close()
 
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-class CeleryWorker:
-    """A `celery worker` subprocess on one queue (threads, without gossip or mingle), started
-    and killed as often as a fault needs; each start logs to a file of its own."""
-
-    def __init__(self, queue: str, env: dict[str, str], log_folder: Path, concurrency: int = 1):
-        self.queue = queue
-        self.env = env
-        self.log_folder = log_folder
-        self.concurrency = concurrency
-        self.process: subprocess.Popen | None = None
-        self.started = 0
-
-    def start(self, *extra: str) -> None:
-        import sys
-
-        self.started += 1
-        log = (self.log_folder / f"worker-{self.started}.log").open("wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", self.queue,
-             "--loglevel=WARNING", "--pool=threads", f"--concurrency={self.concurrency}",
-             "-n", f"{self.queue}-{self.started}@%h",
-             "--without-heartbeat", "--without-gossip", "--without-mingle", *extra],
-            cwd=ROOT,
-            env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test", **self.env},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        log.close()
-
-    def kill(self) -> None:
-        """SIGKILL, as an OOM kill or a lost machine: no warm shutdown, no message given back."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGQUIT)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-    def logs(self) -> str:
-        return "\n".join(
-            path.read_text(errors="replace")[-3000:]
-            for path in sorted(self.log_folder.glob("worker-*.log"))
-        )
-
-
 def github_with_issues(owner: str, name: str, count: int):
     """The stand-in GitHub serving one repository of `count` closed issues with a comment."""
     from tests.github_server import FakeGitHub

@@ -6,9 +6,6 @@ makes the worker's second progress write wait for an advisory lock the test hold
 worker is caught after a chunk is recorded and before the next, and is SIGKILLed there.
 """
 
-import os
-import subprocess
-import sys
 import time
 import uuid
 from datetime import timedelta
@@ -19,17 +16,21 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from config.celery import app
 from exports.jobs import export_job_start
 from exports.models import ExportJob
 from exports.services import export_job_run, export_jobs_requeue_lost
 from exports.tasks import recover_export_jobs
+from tests.celery_worker import (
+    CeleryWorker,
+    queue_forget,
+    redis_reachable,
+    wait_for,
+    worker_database_url,
+)
 from tests.conftest import require_postgres, require_service
 from tests.exports.dataset_study import resolved_study_make
 from tests.exports.test_export_jobs import direct_export
-from tests.ingest.test_worker import redis_reachable, worker_database_url
 
-ROOT = Path(__file__).resolve().parents[2]
 QUEUE = f"faults-exports-{uuid.uuid4().hex[:10]}"
 LEASE_SECONDS = 2
 HOLD_LOCK = 730_001
@@ -102,74 +103,6 @@ def test_a_second_delivery_leaves_a_live_attempt_alone_and_takes_over_a_silent_o
 # --------------------------------------------------------------------------- a real worker
 
 
-class ExportWorker:
-    def __init__(self, media_root: Path, log_folder: Path) -> None:
-        self.media_root = media_root
-        self.log_folder = log_folder
-        self.process: subprocess.Popen | None = None
-        self.started = 0
-
-    def start(self) -> None:
-        self.started += 1
-        log = (self.log_folder / f"worker-{self.started}.log").open("wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", QUEUE,
-             "--loglevel=WARNING", "--pool=threads", "--concurrency=1",
-             "-n", f"{QUEUE}-{self.started}@%h",
-             "--without-heartbeat", "--without-gossip", "--without-mingle"],
-            cwd=ROOT,
-            env={
-                **os.environ,
-                "DJANGO_SETTINGS_MODULE": "config.settings.test",
-                "DATABASE_URL": worker_database_url(),
-                "REDIS_URL": os.environ["REDIS_URL"],
-                "EXPORTS_QUEUE": QUEUE,
-                "EXPORT_LEASE_SECONDS": str(LEASE_SECONDS),
-                "EXPORT_CHUNK_SIZE": "5",
-                "MEDIA_ROOT": str(self.media_root),
-            },
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        log.close()
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.kill()  # SIGKILL: no warm shutdown, no message given back
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(subprocess.signal.SIGQUIT)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-
-    def logs(self) -> str:
-        return "\n".join(
-            path.read_text(errors="replace")[-3000:]
-            for path in sorted(self.log_folder.glob("worker-*.log"))
-        )
-
-
-def forget_queue() -> None:
-    """Nothing of the queue left in Redis, the killed worker's unacknowledged message too."""
-    import json
-
-    import redis
-
-    with app.connection_for_write() as broker:
-        broker.default_channel.queue_purge(QUEUE)
-    client = redis.Redis.from_url(os.environ["REDIS_URL"])
-    client.delete(f"_kombu.binding.{QUEUE}")
-    for tag, value in client.hscan_iter("unacked"):
-        if json.loads(value)[-1] == QUEUE:
-            client.hdel("unacked", tag)
-            client.zrem("unacked_index", tag)
-
-
 @pytest.fixture
 def worker(transactional_db, settings, tmp_path, media_root):
     require_postgres()
@@ -180,23 +113,25 @@ def worker(transactional_db, settings, tmp_path, media_root):
     )
     settings.EXPORTS_QUEUE = QUEUE
     settings.EXPORT_LEASE_SECONDS = LEASE_SECONDS
-    celery_worker = ExportWorker(media_root, tmp_path)
+    celery_worker = CeleryWorker(
+        QUEUE,
+        {
+            "DATABASE_URL": worker_database_url(),
+            "REDIS_URL": settings.REDIS_URL,
+            "EXPORTS_QUEUE": QUEUE,
+            "EXPORT_LEASE_SECONDS": str(LEASE_SECONDS),
+            "EXPORT_CHUNK_SIZE": "5",
+            "MEDIA_ROOT": str(media_root),
+        },
+        tmp_path,
+    )
     try:
         yield celery_worker
     finally:
         celery_worker.stop()
-        forget_queue()
+        queue_forget(QUEUE, settings.REDIS_URL)
         with connection.cursor() as cursor:
             cursor.execute(DROP_TRIGGER)
-
-
-def wait_for(condition, what: str, worker: ExportWorker, timeout: float = 45) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}; worker output:\n{worker.logs()}")
 
 
 def held_backends(holder: psycopg.Connection) -> list[int]:

@@ -12,9 +12,9 @@ from ingest.dispatch import sync_request
 from ingest.models import SyncRun
 from ingest.sources import source_create
 from ingest.tasks import sync_source
+from tests.celery_worker import CeleryWorker, worker_database_url
 from tests.conftest import require_postgres, require_service
-from tests.faults.servers import CeleryWorker, PrivateRedis, github_with_issues, wait_until
-from tests.ingest.test_worker import worker_database_url
+from tests.faults.servers import PrivateRedis, github_with_issues, wait_until
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -9,21 +9,12 @@ deadline. Needs PostgreSQL and Redis: skipped without them, failed in CI.
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -32,130 +23,26 @@ from ingest.dispatch import sync_request
 from ingest.models import Source, SyncRun
 from ingest.sources import source_create
 from ingest.tasks import sync_due_sources, sync_source
+from tests.celery_worker import (
+    CeleryWorker,
+    queue_forget,
+    queue_purge,
+    redis_reachable,
+    wait_for,
+    worker_database_url,
+)
 from tests.conftest import require_postgres, require_service
 from tests.ingest.conftest import SAMPLE_REPOSITORIES
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parents[2]
 QUEUE = f"ingest-tests-{uuid.uuid4().hex[:10]}"
 LEASE_SECONDS = 3
-DEADLINE_SECONDS = 60
-WORKER_COMMAND = [
-    sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", QUEUE, "--loglevel=WARNING",
-    # Two threads: a second message for the same run can arrive while one runs.
-    "--pool=threads", "--concurrency=2",
-    "--without-heartbeat", "--without-gossip", "--without-mingle",
-]  # fmt: skip
 FINISHED = (SyncRun.Status.DONE, SyncRun.Status.FAILED)
 
 
-def redis_reachable(url: str) -> bool:
-    if not url:
-        return False
-    import redis
-
-    try:
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
-    except redis.RedisError:
-        return False
-
-
-def purge_queue() -> None:
-    from config.celery import app
-
-    with app.connection_for_write() as broker:
-        broker.default_channel.queue_purge(QUEUE)
-
-
-def forget_queue() -> None:
-    """Leave nothing of the session's queue in Redis: its messages, its bindings, and the
-    unacknowledged message a killed worker leaves in kombu's `unacked` hash (which kombu would
-    put back into the queue hours later)."""
-    import redis
-
-    purge_queue()
-    client = redis.Redis.from_url(settings.REDIS_URL)
-    client.delete(f"_kombu.binding.{QUEUE}", f"_kombu.binding_permanent.{QUEUE}")
-    for tag, value in client.hscan_iter("unacked"):
-        if json.loads(value)[-1] == QUEUE:  # [message, exchange, routing key]
-            client.hdel("unacked", tag)
-            client.zrem("unacked_index", tag)
-
-
-def worker_database_url() -> str:
-    """The URL of the test database this process uses, for the worker."""
-    db = connection.settings_dict
-    credentials = quote(db["USER"] or "", safe="")
-    if db["PASSWORD"]:
-        credentials += ":" + quote(db["PASSWORD"], safe="")
-    host = db["HOST"] or "127.0.0.1"
-    port = f":{db['PORT']}" if db["PORT"] else ""
-    return f"postgres://{credentials}@{host}{port}/{db['NAME']}"
-
-
-class Worker:
-    """A `celery worker` subprocess consuming the session's queue."""
-
-    def __init__(self, github_url: str, log_folder: Path) -> None:
-        self.github_url = github_url
-        self.log_folder = log_folder
-        self.process: subprocess.Popen | None = None
-        self.started = 0
-
-    def start(self) -> None:
-        self.started += 1
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "config.settings.test",
-            "DATABASE_URL": worker_database_url(),
-            "REDIS_URL": settings.REDIS_URL,
-            "GITHUB_API_URL": self.github_url,
-            "GITHUB_TOKEN": "",
-            "INGEST_QUEUE": QUEUE,
-            "INGEST_LEASE_SECONDS": str(LEASE_SECONDS),
-            "INGEST_PER_PAGE": "5",
-            "INGEST_RETRY_BACKOFF_SECONDS": "1",
-            "INGEST_RETRY_BACKOFF_MAX_SECONDS": "2",
-            "LOG_LEVEL": "WARNING",
-        }
-        log = (self.log_folder / f"worker-{self.started}.log").open("wb")
-        self.process = subprocess.Popen(
-            [*WORKER_COMMAND, "-n", f"{QUEUE}-{self.started}@%h"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        log.close()
-
-    def kill(self) -> None:
-        """SIGKILL, not SIGTERM: on SIGTERM Celery shuts down warm and lets the running task
-        finish, which is not a crash. SIGKILL is what an OOM kill or a lost machine does."""
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        # The test is over: a cold shutdown (SIGQUIT) does not wait for a task to finish.
-        self.process.send_signal(signal.SIGQUIT)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-    def logs(self) -> str:
-        return "\n".join(
-            path.read_text(errors="replace")[-4000:]
-            for path in sorted(self.log_folder.glob("worker-*.log"))
-        )
-
-
 @pytest.fixture
-def worker(transactional_db, github, settings, tmp_path) -> Iterator[Worker]:
+def worker(transactional_db, github, settings, tmp_path) -> Iterator[CeleryWorker]:
     require_postgres()
     require_service(
         redis_reachable(settings.REDIS_URL),
@@ -165,27 +52,33 @@ def worker(transactional_db, github, settings, tmp_path) -> Iterator[Worker]:
     )
     settings.INGEST_QUEUE = QUEUE
     settings.INGEST_LEASE_SECONDS = LEASE_SECONDS
-    purge_queue()
+    queue_purge(QUEUE)
     assert github.base_url is not None
-    celery_worker = Worker(github.base_url, tmp_path)
+    celery_worker = CeleryWorker(
+        QUEUE,
+        {
+            "DATABASE_URL": worker_database_url(),
+            "REDIS_URL": settings.REDIS_URL,
+            "GITHUB_API_URL": github.base_url,
+            "GITHUB_TOKEN": "",
+            "INGEST_QUEUE": QUEUE,
+            "INGEST_LEASE_SECONDS": str(LEASE_SECONDS),
+            "INGEST_PER_PAGE": "5",
+            "INGEST_RETRY_BACKOFF_SECONDS": "1",
+            "INGEST_RETRY_BACKOFF_MAX_SECONDS": "2",
+            "LOG_LEVEL": "WARNING",
+        },
+        tmp_path,
+        # Two threads: a second message for the same run can arrive while one runs.
+        concurrency=2,
+    )
     celery_worker.start()
     yield celery_worker
     celery_worker.stop()
-    forget_queue()
+    queue_forget(QUEUE, settings.REDIS_URL)
 
 
-def wait_for(
-    condition: Callable[[], bool], what: str, worker: Worker, timeout: float = DEADLINE_SECONDS
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}; worker output:\n{worker.logs()}")
-
-
-def finished_run(run_id: int, worker: Worker) -> SyncRun:
+def finished_run(run_id: int, worker: CeleryWorker) -> SyncRun:
     wait_for(lambda: SyncRun.objects.get(pk=run_id).status in FINISHED, f"run {run_id}", worker)
     run = SyncRun.objects.get(pk=run_id)
     assert run.status == SyncRun.Status.DONE, f"{run.error}\n{worker.logs()}"
