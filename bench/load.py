@@ -23,6 +23,7 @@ Every process started here is ended when the script ends, also on Ctrl-C.
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -34,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from benchkit import ROOT, postgres_database
@@ -64,14 +66,44 @@ def production_environment(database_url: str, redis_url: str) -> dict[str, str]:
 
 
 def child_setup(n_issues: int, n_users: int, assign: str) -> None:
-    """Migrate and build the study; prints its facts as JSON."""
+    """Migrate, collect the static files and build the study unless it is there (--reuse);
+    prints its facts as JSON."""
     sys.path.insert(0, str(ROOT))
     import django
 
     django.setup()
+    from django.core.management import call_command
+
+    started = time.perf_counter()
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)
+    from labeling.models import Study
+
+    study = Study.objects.filter(slug=SLUG).first()
+    if study is None:
+        study = _study_build(n_issues, n_users, assign)
+    version = study.codebook_version
+    print(
+        json.dumps(
+            {
+                "items": study.items.count(),
+                "dimensions": list(
+                    version.dimensions.order_by("position").values_list("key", flat=True)
+                ),
+                "users": sorted(
+                    study.memberships.filter(role="annotator").values_list(
+                        "user__username", flat=True
+                    )
+                ),
+                "seconds": time.perf_counter() - started,
+            }
+        )
+    )
+
+
+def _study_build(n_issues: int, n_users: int, assign: str):
     from django.contrib.auth import get_user_model
     from django.contrib.auth.hashers import make_password
-    from django.core.management import call_command
     from django.db import connection
 
     from corpus.models import Issue, IssueComment
@@ -81,9 +113,6 @@ def child_setup(n_issues: int, n_users: int, assign: str) -> None:
     from taxonomy.codebook_file import codebook_file_read
     from taxonomy.services import codebook_load
 
-    started = time.perf_counter()
-    call_command("migrate", verbosity=0)
-    call_command("collectstatic", interactive=False, verbosity=0)
     version, _ = codebook_load(
         data=codebook_file_read((ROOT / "taxonomy/data/llm-training-issues.json").read_bytes()),
         publish=True,
@@ -152,18 +181,34 @@ def child_setup(n_issues: int, n_users: int, assign: str) -> None:
         study_items_add(study=study, issues=issues)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")  # statistics as autovacuum would give a live site
-    print(
-        json.dumps(
-            {
-                "items": study.items.count(),
-                "dimensions": list(
-                    version.dimensions.order_by("position").values_list("key", flat=True)
-                ),
-                "users": [user.username for user in users],
-                "seconds": time.perf_counter() - started,
-            }
-        )
-    )
+    return study
+
+
+def cpu_seconds(master_pid: int, database: str) -> dict[str, float]:
+    """CPU time used so far by gunicorn (master, workers, workers already replaced), by the
+    PostgreSQL backends of the benchmark's database, and by this client process."""
+    import psutil
+
+    def used(times) -> float:
+        return times.user + times.system
+
+    master = psutil.Process(master_pid)
+    times = master.cpu_times()
+    web = used(times) + times.children_user + times.children_system
+    for worker in master.children():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            web += used(worker.cpu_times())
+    database_seconds = 0.0
+    for process in psutil.process_iter(["cmdline"]):
+        title = " ".join(process.info["cmdline"] or [])
+        if title.startswith("postgres:") and f" {database} " in title:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                database_seconds += used(process.cpu_times())
+    return {
+        "gunicorn": web,
+        "postgres": database_seconds,
+        "client": used(psutil.Process().cpu_times()),
+    }
 
 
 def child_drive(config_path: str) -> None:
@@ -199,12 +244,14 @@ def child_drive(config_path: str) -> None:
     signed_in_seconds = 120 - (deadline - time.monotonic())
     Run.active = Run.signed_in
     started = time.monotonic()
+    cpu_before = cpu_seconds(config["gunicorn_pid"], config["database"])
     Run.go.set()
     gevent.sleep(config["seconds"])
     Run.stopping = True
     stopped = time.monotonic()
     Run.idle.wait(timeout=30)  # the requests under way finish
     finished = time.monotonic()
+    cpu_after = cpu_seconds(config["gunicorn_pid"], config["database"])
     runner.quit()
     Path(config["output"]).write_text(
         json.dumps(
@@ -217,6 +264,7 @@ def child_drive(config_path: str) -> None:
                 "out_of_items": Run.out_of_items,
                 "submits": Run.submits,
                 "answers": locustfile.ANSWERS,
+                "cpu_seconds": {name: cpu_after[name] - cpu_before[name] for name in cpu_after},
             }
         )
     )
@@ -265,7 +313,14 @@ def child_check(submits_path: str) -> None:
         stored = {k: sorted(v) for k, v in annotations.get(rows[key][0], {}).items() if v}
         if stored != expected:
             wrong += 1
-    submitted = {key for key, (_, status) in rows.items() if status == Assignment.Status.SUBMITTED}
+    # Submitted during this run (a reused database holds earlier runs' submits too).
+    submitted = set(
+        Assignment.objects.filter(
+            item__study__slug=SLUG,
+            status=Assignment.Status.SUBMITTED,
+            submitted_at__gte=datetime.fromisoformat(sent["since"]),
+        ).values_list("annotator__username", "item_id")
+    )
     print(
         json.dumps(
             {
@@ -419,6 +474,9 @@ def main() -> None:
     parser.add_argument("--postgres", default=os.environ.get("LOAD_POSTGRES_URL", DEFAULT_POSTGRES))
     parser.add_argument("--redis", default=os.environ.get("LOAD_REDIS_URL", DEFAULT_REDIS))
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument(
+        "--reuse", action="store_true", help="use the kept database again (its unused items)"
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.child:
@@ -433,7 +491,7 @@ def main() -> None:
     if not (ROOT / "config/gunicorn.py").exists() and arguments.workers is None:
         arguments.workers = 4
     n_issues = arguments.issues or 100 * arguments.users
-    if not postgres_database(arguments.postgres):
+    if not arguments.reuse and not postgres_database(arguments.postgres):
         print("load: PostgreSQL is needed.")
         return
     environment = production_environment(arguments.postgres, arguments.redis)
@@ -465,9 +523,12 @@ def main() -> None:
                 "dimensions": setup["dimensions"],
                 "seconds": arguments.seconds,
                 "output": str(folder / "result.json"),
+                "gunicorn_pid": gunicorn.pid,
+                "database": arguments.postgres.rsplit("/", 1)[1],
             }
             (folder / "config.json").write_text(json.dumps(config))
             load_before = os.getloadavg()
+            since = datetime.now(UTC).isoformat()
             driver = subprocess.run(
                 [sys.executable, __file__, "--child", "drive", str(folder / "config.json")],
                 cwd=ROOT,
@@ -494,6 +555,16 @@ def main() -> None:
                 f"{load_after[0]:.1f} after"
             )
             figures = report(result, setup)
+            cpu = result["cpu_seconds"]
+            n_requests = sum(1 for name, _, _ in result["samples"] if name not in SIGN_IN)
+            per_request = {name: 1000 * seconds / n_requests for name, seconds in cpu.items()}
+            server = per_request["gunicorn"] + per_request["postgres"]
+            print(
+                f"CPU per request: gunicorn {per_request['gunicorn']:.1f} ms, PostgreSQL "
+                f"{per_request['postgres']:.1f} ms, the client {per_request['client']:.1f} ms; "
+                f"{os.cpu_count()} cores given to the server alone would serve about "
+                f"{1000 * (os.cpu_count() or 1) / server:.0f} req/s (a ceiling: CPU only)"
+            )
             if result["out_of_items"]:
                 print(f"  {result['out_of_items']} annotators ran out of items: use more --issues")
             if errors_logged:
@@ -501,7 +572,9 @@ def main() -> None:
                 for line in errors_logged[:3]:
                     print(f"    {line[:300]}")
             (folder / "submits.json").write_text(
-                json.dumps({"submits": result["submits"], "answers": result["answers"]})
+                json.dumps(
+                    {"submits": result["submits"], "answers": result["answers"], "since": since}
+                )
             )
             check = run_json(["--child", "check", str(folder / "submits.json")], environment)
         print(
@@ -523,7 +596,7 @@ def main() -> None:
         )
     finally:
         stop_group(gunicorn)
-        if not arguments.keep:
+        if not (arguments.keep or arguments.reuse):
             postgres_database(arguments.postgres, create=False)
 
 
