@@ -411,10 +411,13 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
     return sorted_values[max(0, math.ceil(fraction * len(sorted_values)) - 1)]
 
 
-def gunicorn_workers(log: Path) -> str:
+def gunicorn_workers(log: Path, at_start: int) -> str:
+    """The worker class, the workers running at the start, and how many were booted in all:
+    more when max_requests replaced some during the run."""
     text = log.read_text()
     kind = re.search(r"Using worker: (\w+)", text)
-    return f"{text.count('Booting worker')} x {kind.group(1) if kind else '?'}"
+    booted = text.count("Booting worker")
+    return f"{at_start} {kind.group(1) if kind else '?'} workers ({booted} booted in all)"
 
 
 def report(result: dict, setup: dict) -> dict:
@@ -515,6 +518,8 @@ def main() -> None:
             log = folder / "gunicorn.log"
             gunicorn = gunicorn_start(arguments, environment, port, log)
             wait_until_serving(gunicorn, host + "/accounts/login/", log)
+            time.sleep(2)  # the other workers finish booting
+            workers_at_start = log.read_text().count("Booting worker")
             config = {
                 "host": host,
                 "origin": f"https://127.0.0.1:{port}",
@@ -537,7 +542,7 @@ def main() -> None:
             if driver.returncode != 0:
                 raise SystemExit("the locust driver failed")
             result = json.loads((folder / "result.json").read_text())
-            workers = gunicorn_workers(log)
+            workers = gunicorn_workers(log, workers_at_start)
             stop_group(gunicorn)
             # What the application logged beyond one INFO line a request: errors, refusals.
             errors_logged = [
