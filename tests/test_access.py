@@ -3,7 +3,9 @@
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-PUBLIC_PREFIXES = ("accounts/", "admin/", "static/")
+# The sign-in pages, the admin (its own login), static files, and the health probe that a load
+# balancer calls without a session (tests/deploy/test_health.py).
+PUBLIC_PREFIXES = ("accounts/", "admin/", "static/", "health/")
 
 
 def all_routes() -> list[str]:
