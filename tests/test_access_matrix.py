@@ -488,10 +488,10 @@ CASES += [
         "/studies/other/next/",
         only(302, "other_annotator", "other_manager", "superuser"),
     ),
-    page("agreement page: POST", "/studies/demo/agreement/", overseers(200), method="post"),
+    page("agreement page: POST", "/studies/demo/agreement/", signed_in(405), method="post"),
     page("agreement download", "/studies/demo/agreement/?download=csv", overseers(200)),
     page("report page", "/studies/demo/report/", overseers(200)),
-    page("report page: POST", "/studies/demo/report/", overseers(200), method="post"),
+    page("report page: POST", "/studies/demo/report/", signed_in(405), method="post"),
     page(
         "report download",
         "/studies/demo/report/?table=distribution-screening&format=csv",
@@ -508,7 +508,7 @@ CASES += [
     page(
         "disagreements page: POST",
         "/studies/demo/disagreements/",
-        overseers(200),
+        signed_in(405),
         method="post",
     ),
     page(
@@ -612,11 +612,11 @@ CASES += [
     ),
     # Codebooks: read by everyone signed in, edited by demo's manager (its study uses it) and
     # the superuser; the other study's manager uses another codebook.
-    page("codebooks: POST", "/codebooks/", signed_in(200), method="post"),
+    page("codebooks: POST", "/codebooks/", signed_in(405), method="post"),
     page(
         "codebook version: POST",
         "/codebooks/versions/{codebook_version_id}/",
-        signed_in(200),
+        signed_in(405),
         method="post",
     ),
     page("codebook draft", "/codebooks/versions/{draft_version_id}/", signed_in(200)),
@@ -658,7 +658,7 @@ CASES += [
     page(
         "codebook export: POST",
         "/codebooks/versions/{codebook_version_id}/export/",
-        signed_in(200),
+        signed_in(405),
         method="post",
     ),
     page(
@@ -674,7 +674,7 @@ CASES += [
     page(
         "codebook diff: POST",
         "/codebooks/diff/?from={codebook_version_id}&to={draft_version_id}",
-        signed_in(200),
+        signed_in(405),
         method="post",
     ),
     # A study's codebook: moving it and deciding proposals are for its managers.
@@ -699,7 +699,7 @@ CASES += [
         "/studies/demo/recheck/",
         demo(200),  # the annotator's own labels; the overseers' gold labels
     ),
-    page("recheck: POST", "/studies/demo/recheck/", demo(200), method="post"),
+    page("recheck: POST", "/studies/demo/recheck/", signed_in(405), method="post"),
     # Sources feed every study: superusers and whoever manages a study.
     page(
         "sources: add",

@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.text import slugify
+from django.views.decorators.http import require_safe
 
 from common.tables import Table, table_display_rows
 from labeling.access import study_can_see_agreement
@@ -39,6 +40,7 @@ TABLES = ("dimensions", "pairs", "categories", "rounds", "repositories")
 
 
 @login_required
+@require_safe
 def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     study, roles = study_or_404(request, slug)
     if not study_can_see_agreement(roles=roles):

@@ -14,7 +14,7 @@ from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from common.exceptions import ApplicationError
 from labeling.access import (
@@ -92,6 +92,7 @@ def _dimensions_with_depths(version: CodebookVersion) -> list[Dimension]:
 
 
 @login_required
+@require_safe
 def codebooks(request: HttpRequest) -> HttpResponse:
     """Every codebook with its versions; a version's page is the codebook at hand."""
     books = list(codebook_list_visible_to(user=request.user))
@@ -101,6 +102,7 @@ def codebooks(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def codebook_version(request: HttpRequest, version_id: int) -> HttpResponse:
     version = _version_or_404(request, version_id)
     return render(
@@ -350,6 +352,7 @@ def codebook_edit(request: HttpRequest, version_id: int) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def codebook_diff_page(request: HttpRequest) -> HttpResponse:
     """The diff of two versions of a codebook (?from=ID&to=ID)."""
     from_version = _version_or_404(request, _int(request.GET.get("from")) or 0)
@@ -373,6 +376,7 @@ def codebook_diff_page(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def codebook_export(request: HttpRequest, version_id: int) -> HttpResponse:
     """A version as a download (?format=json|yaml|markdown; &study=SLUG for a study's counts in
     the Markdown)."""
@@ -547,6 +551,7 @@ def study_proposals_page(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def study_recheck(request: HttpRequest, slug: str) -> HttpResponse:
     """What a codebook change left to re-check: an annotator's own labels, and for the
     adjudicators and managers the gold labels."""

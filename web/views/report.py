@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_safe
 
 from common.exceptions import ApplicationError
 from common.tables import Table, table_display_rows
@@ -42,6 +43,7 @@ def _link(filters: ReportFilters, **extra: str) -> str:
 
 
 @login_required
+@require_safe
 def report(request: HttpRequest, slug: str) -> HttpResponse:
     study, roles = study_or_404(request, slug)
     if not study_can_see_agreement(roles=roles):

@@ -13,7 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
 from corpus.selectors import issue_thread
@@ -112,6 +112,7 @@ def _conflict_text(conflict: str, names: dict[str, str]) -> str:
 
 
 @login_required
+@require_safe
 def disagreements(request: HttpRequest, slug: str) -> HttpResponse:
     study, _ = _overseer_study_or_403(request, slug)
     filters = _queue_filters(request.GET)
