@@ -163,18 +163,22 @@ def assignment_list_editable_by(*, user: User) -> QuerySet[Assignment]:
 
 
 def assignment_get_for_annotator(
-    *, study: Study, item_id: int, user: User, with_issue: bool = True
+    *, study: Study, item_id: int, user: User, with_issue: bool = True, lock: bool = False
 ) -> Assignment | None:
     """The user's own assignment of an item of the study, with what the labeling page shows of
     it (without the issue when `with_issue` is false: a background save needs none of its
-    text); None when the item is not in their queue (blind: no peeking at other people's)."""
+    text); None when the item is not in their queue (blind: no peeking at other people's).
+    The item's study is the `study` given. `lock` takes the assignment's row lock (inside a
+    transaction), so that a save can write it without reading it again."""
     related = ("item__issue__repository", "item__round") if with_issue else ("item",)
-    return (
-        assignment_list_editable_by(user=user)
-        .select_related(*related)
-        .filter(item__study=study, item_id=item_id)
-        .first()
-    )
+    assignments = assignment_list_editable_by(user=user).select_related(*related)
+    if lock:
+        # Only the assignment row: the joined rows are read, not locked.
+        assignments = assignments.select_for_update(of=("self",))
+    assignment = assignments.filter(item__study=study, item_id=item_id).first()
+    if assignment is not None:
+        assignment.item.study = study
+    return assignment
 
 
 # Resolution

@@ -1,5 +1,5 @@
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from django.core.cache import cache
 from django.db.models import Prefetch, QuerySet
@@ -71,6 +71,36 @@ def dimensions_of_version(*, version: CodebookVersion) -> list[Dimension]:
         _PUBLISHED_DIMENSIONS[key] = dimensions
     # Instances of the caller's own, as the shared cache gives: none is shared by two requests.
     return [copy.copy(dimension) for dimension in dimensions]
+
+
+def categories_of(*, version_id: int) -> list[Category]:
+    """Every category of a version, by dimension and position (one query)."""
+    return list(
+        Category.objects.filter(dimension__version_id=version_id).order_by(
+            "dimension__position", "position"
+        )
+    )
+
+
+_PUBLISHED_CATEGORIES: dict[str, tuple[Category, ...]] = {}
+
+
+def categories_of_version(*, version: CodebookVersion) -> Sequence[Category]:
+    """`categories_of`, kept in this process and the cache for a published version (which
+    never changes): a label save checks the chosen keys against them, a query a save before.
+    The instances are shared by the requests of the process: read them, copy one to change it."""
+    if not version.is_published:
+        return categories_of(version_id=version.id)
+    key = f"taxonomy:categories:{version.id}:{version.content_hash}"
+    categories = _PUBLISHED_CATEGORIES.get(key)
+    if categories is None:
+        categories = tuple(
+            cache.get_or_set(key, lambda: categories_of(version_id=version.id), 24 * 60 * 60)
+        )
+        if len(_PUBLISHED_CATEGORIES) >= _PUBLISHED_DIMENSIONS_MAX:
+            _PUBLISHED_CATEGORIES.clear()
+        _PUBLISHED_CATEGORIES[key] = categories
+    return categories
 
 
 def category_depths(categories: Iterable[Category]) -> dict[int, int]:

@@ -13,8 +13,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from labeling.selectors import LabelingPage
-from taxonomy.models import Dimension
-from taxonomy.selectors import category_depths
+from taxonomy.models import Category, CodebookVersion, Dimension
+from taxonomy.selectors import categories_of_version, category_depths
 
 CACHE_SECONDS = 24 * 60 * 60
 
@@ -23,20 +23,29 @@ def _categories_key(dimension: Dimension, content_hash: str) -> str:
     return f"labeling:categories:{dimension.id}:{content_hash}"
 
 
-def _categories_html(dimensions: list[Dimension], content_hash: str) -> dict[int, str]:
+def _categories_html(dimensions: list[Dimension], version: CodebookVersion) -> dict[int, str]:
     """Each dimension's category tree as HTML, by dimension id: one round trip to the cache
     for all of them (a page view asked once per dimension before), the missing ones rendered
     and stored."""
-    keys = {dimension.id: _categories_key(dimension, content_hash) for dimension in dimensions}
+    keys = {
+        dimension.id: _categories_key(dimension, version.content_hash) for dimension in dimensions
+    }
     found = cache.get_many(list(keys.values()))
     html = {}
     missing = {}
+    by_dimension: dict[int, list[Category]] | None = None
     for dimension in dimensions:
         key = keys[dimension.id]
         if key in found:
             html[dimension.id] = found[key]
             continue
-        categories = list(dimension.categories.order_by("position"))
+        if by_dimension is None:
+            # Every category of the version in one read (kept for a published version, where
+            # the saves find them too), not one query per dimension.
+            by_dimension = {}
+            for category in categories_of_version(version=version):
+                by_dimension.setdefault(category.dimension_id, []).append(category)
+        categories = by_dimension.get(dimension.id, [])
         depth = category_depths(categories)
         entries = [{"category": c, "depth": depth[c.id]} for c in categories]
         html[dimension.id] = missing[key] = render_to_string(
@@ -60,7 +69,7 @@ def _with_chosen(html: str, keys: set[str]) -> SafeString:
     return mark_safe(html)  # noqa: S308 (rendered by the template engine with escaping)
 
 
-def dimension_rows(page: LabelingPage, *, content_hash: str) -> list[dict]:
+def dimension_rows(page: LabelingPage, *, version: CodebookVersion) -> list[dict]:
     """Each dimension with its categories' HTML (chosen ones checked) and the annotation."""
     chosen_by_key: dict[str, set[str]] = {}
     for dimension in page.dimensions:
@@ -68,7 +77,7 @@ def dimension_rows(page: LabelingPage, *, content_hash: str) -> list[dict]:
         chosen_by_key[dimension.key] = (
             {c.key for c in annotation.categories.all()} if annotation else set()
         )
-    trees = _categories_html(page.dimensions, content_hash)
+    trees = _categories_html(page.dimensions, version)
     # The page sends every dimension when it saves, so an unanswered one counts as "no
     # category" here exactly as it does for the service that checks a submit.
     return [

@@ -1,5 +1,6 @@
 """Writes of annotators: saving drafts, submitting, skipping. Every change is a revision."""
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -17,6 +18,7 @@ from labeling.selectors import study_dimensions
 from labeling.services.resolutions import item_resolution_update
 from labeling.services.studies import study_items_add, study_member_add
 from taxonomy.models import Category, Dimension
+from taxonomy.selectors import categories_of_version
 
 MAX_TEXT = 20_000
 MAX_SKIP_REASON = 2_000
@@ -63,6 +65,7 @@ def assignment_save(
     submit: bool,
     expected_version: int | None = None,
     seconds_spent: int | None = None,
+    locked: bool = False,
 ) -> Assignment:
     """Save an annotator's labels on an item, as a draft or submitted.
 
@@ -73,9 +76,14 @@ def assignment_save(
     draft and MissingLabelsError names what is missing (`extra`: "missing" and the new
     "version"), so that the page and the API lose nothing the annotator chose. After
     submitting, the annotator may still revise until the item enters resolution.
+
+    `locked`: the caller read `assignment` with its row lock in the current transaction, with
+    its item and the item's study (`labeling.access.assignment_get_for_annotator` with `lock`),
+    so it is not read again.
     """
     saving = {
         "assignment": assignment,
+        "locked": locked,
         "user": user,
         "answers": answers,
         "expected_version": expected_version,
@@ -101,14 +109,17 @@ def _assignment_write(
     submit: bool,
     expected_version: int | None,
     seconds_spent: int | None,
+    locked: bool,
 ) -> Assignment:
-    # Only the assignment row is locked: without `of`, PostgreSQL would also lock the joined
-    # study and codebook version rows, and every save of a study would wait on one lock.
-    assignment = (
-        Assignment.objects.select_for_update(of=("self",))
-        .select_related("item__study__codebook_version")
-        .get(pk=assignment.pk)
-    )
+    if not locked:
+        # Only the assignment row is locked: without `of`, PostgreSQL would also lock the joined
+        # study and codebook version rows, and every save of a study would wait on one lock.
+        assignment = (
+            Assignment.objects.select_for_update(of=("self",))
+            .select_related("item__study__codebook_version")
+            .get(pk=assignment.pk)
+        )
+    study = assignment.item.study
     existing = {
         a.dimension_id: a
         for a in Annotation.objects.filter(assignment=assignment).prefetch_related("categories")
@@ -120,7 +131,7 @@ def _assignment_write(
             "These labels were changed in another tab or window; reload to see them.",
             extra={"version": assignment.version},
         )
-    dimensions = {d.key: d for d in study_dimensions(study=assignment.item.study)}
+    dimensions = {d.key: d for d in study_dimensions(study=study)}
     unknown = sorted(set(answers) - dimensions.keys())
     if unknown:
         raise ApplicationError(
@@ -129,7 +140,12 @@ def _assignment_write(
         )
     answers = _answers_to_recheck(answers, dimensions, flagged, final=_is_final(assignment))
     _check_lengths(answers, dimensions)
-    categories = _categories_by_dimension(answers, dimensions, existing)
+    categories = _categories_by_dimension(
+        answers,
+        dimensions,
+        {(c.dimension_id, c.key): c for c in categories_of_version(version=study.codebook_version)},
+        existing,
+    )
     if submit:
         answers = _answers_for_submit(dimensions, answers, existing)
         # Dimensions cleared for submitting have no categories; the others keep theirs.
@@ -173,7 +189,7 @@ def _assignment_write(
         fields.append("submitted_at")
     if submit:
         # Agreement can be reported per codebook version: the version these labels were given in.
-        assignment.codebook_version_id = assignment.item.study.codebook_version_id
+        assignment.codebook_version_id = study.codebook_version_id
         fields.append("codebook_version")
     if seconds_spent is not None and seconds_spent > assignment.seconds_spent:
         assignment.seconds_spent = min(seconds_spent, 7 * 24 * 3600)
@@ -232,6 +248,9 @@ def _annotations_write(
     inside the caller's transaction. Returns the number of annotations changed."""
     changed: list[tuple[Annotation, list[Category], tuple]] = []
     to_create: list[Annotation] = []
+    # Existing annotations whose categories change: only theirs are deleted and written again
+    # (a save that changes a rationale keeps the categories' rows).
+    recategorised: set[int] = set()
     for change in changes:
         answer = change.answer
         new_state = (
@@ -247,6 +266,10 @@ def _annotations_write(
             # A flagged label re-saved as it was is re-checked all the same: write it.
             if new_state == old_state and annotation.needs_review_since is None:
                 continue
+            # By id, not key: a label re-checked after a codebook change may keep its keys
+            # and move to the categories of the new version.
+            if {c.id for c in change.chosen} != {c.id for c in annotation.categories.all()}:
+                recategorised.add(annotation.id)
         else:
             annotation = Annotation(assignment=assignment, dimension=change.dimension)
             to_create.append(annotation)
@@ -261,28 +284,35 @@ def _annotations_write(
     Annotation.objects.bulk_create(to_create)
     created = {id(annotation) for annotation in to_create}
     to_update = [annotation for annotation, _, _ in changed if id(annotation) not in created]
-    if to_update:
-        for annotation in to_update:
-            annotation.updated_at = timezone.now()
-        Annotation.objects.bulk_update(
-            to_update,
-            [
-                "unsure",
-                "rationale",
-                "evidence",
-                "proposal",
-                "version",
-                "updated_at",
-                "needs_review_since",
-                "review_note",
-            ],
+    written = [
+        "unsure",
+        "rationale",
+        "evidence",
+        "proposal",
+        "version",
+        "updated_at",
+        "needs_review_since",
+        "review_note",
+    ]
+    for annotation in to_update:
+        annotation.updated_at = timezone.now()
+    if len(to_update) == 1:
+        # A background save usually changes one dimension: a plain UPDATE costs far less to
+        # build than bulk_update's CASE expressions.
+        (annotation,) = to_update
+        Annotation.objects.filter(pk=annotation.pk).update(
+            **{name: getattr(annotation, name) for name in written}
         )
+    elif to_update:
+        Annotation.objects.bulk_update(to_update, written)
     through = Annotation.categories.through
-    through.objects.filter(annotation_id__in=[a.id for a in to_update]).delete()
+    if recategorised:
+        through.objects.filter(annotation_id__in=recategorised).delete()
     through.objects.bulk_create(
         [
             through(annotation_id=annotation.id, category_id=category.id)
             for annotation, chosen, _ in changed
+            if id(annotation) in created or annotation.id in recategorised
             for category in chosen
         ]
     )
@@ -342,20 +372,16 @@ def _check_lengths(
 def _categories_by_dimension(
     answers: Mapping[str, DimensionAnswer],
     dimensions: Mapping[str, Dimension],
+    known: Mapping[tuple[int, str], Category],
     existing: Mapping[int, Annotation] | None = None,
 ) -> dict[str, list[Category]]:
-    wanted_ids = [dimensions[key].id for key in answers]
-    wanted_keys = {key for answer in answers.values() for key in answer.category_keys}
-    by_dimension: dict[int, dict[str, Category]] = {}
-    # Only the named categories are read; a key found in no dimension is reported below.
-    for category in Category.objects.filter(dimension_id__in=wanted_ids, key__in=wanted_keys):
-        by_dimension.setdefault(category.dimension_id, {})[category.key] = category
+    """The chosen categories of each answer, checked. `known`: the version's categories by
+    (dimension id, key); a key found in no dimension is reported."""
     chosen: dict[str, list[Category]] = {}
     for key, answer in answers.items():
         dimension = dimensions[key]
-        known = by_dimension.get(dimension.id, {})
         keys = list(dict.fromkeys(answer.category_keys))
-        foreign = [k for k in keys if k not in known]
+        foreign = [k for k in keys if (dimension.id, k) not in known]
         if foreign:
             raise ApplicationError(
                 f"{', '.join(foreign)} is not a category of {dimension.name}.",
@@ -370,14 +396,16 @@ def _categories_by_dimension(
         # (re-saving an item must not force a change that nobody asked for).
         annotation = (existing or {}).get(dimension.id)
         held = {c.id for c in annotation.categories.all()} if annotation else set()
-        deprecated = [k for k in keys if known[k].deprecated and known[k].id not in held]
+        # Copies: `known` may be shared by every request of the process.
+        categories = [copy.copy(known[(dimension.id, k)]) for k in keys]
+        deprecated = [c.key for c in categories if c.deprecated and c.id not in held]
         if deprecated:
             raise ApplicationError(
                 f"{', '.join(deprecated)} is deprecated in this codebook version and takes no "
                 f"new labels; choose another category of {dimension.name}.",
                 extra={"dimension": key, "categories": deprecated},
             )
-        chosen[key] = [known[k] for k in keys]
+        chosen[key] = categories
     return chosen
 
 

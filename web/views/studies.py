@@ -62,10 +62,10 @@ def study_or_404(request: HttpRequest, slug: str) -> tuple[Study, set[str]]:
 
 
 def _assignment_or_404(
-    request: HttpRequest, study: Study, item_id: int, *, with_issue: bool = True
+    request: HttpRequest, study: Study, item_id: int, *, with_issue: bool = True, lock: bool = False
 ) -> Assignment:
     assignment = assignment_get_for_annotator(
-        study=study, item_id=item_id, user=request.user, with_issue=with_issue
+        study=study, item_id=item_id, user=request.user, with_issue=with_issue, lock=lock
     )
     if assignment is None:
         raise Http404("This item is not in your queue.")
@@ -186,7 +186,8 @@ def _form_count(data, name: str) -> int | None:
 @require_http_methods(["GET", "POST"])
 def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     study, roles = study_or_404(request, slug)
-    assignment = _assignment_or_404(request, study, item_id)
+    # A POST writes the assignment: read it once, locked, and the service does not read it again.
+    assignment = _assignment_or_404(request, study, item_id, lock=request.method == "POST")
     status = 200
     if request.method == "POST":
         action = request.POST.get("action") or "draft"  # Enter in a text field sends no button
@@ -210,6 +211,7 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
                 submit=action == "submit",
                 expected_version=_form_count(request.POST, "version"),
                 seconds_spent=_form_count(request.POST, "seconds_spent"),
+                locked=True,
             )
             if action == "submit":
                 messages.success(request, f"Submitted {assignment.item.issue}.")
@@ -229,9 +231,7 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
             "study": study,
             "oversees": study_can_see_agreement(roles=roles),
             "page": page,
-            "dimension_rows": dimension_rows(
-                page, content_hash=study.codebook_version.content_hash
-            ),
+            "dimension_rows": dimension_rows(page, version=study.codebook_version),
             "facets": page.issue.facets or {},
             "outcome": _outcome(request, assignment),
             # Submitted labels of an item in resolution no longer change: the form is read-only,
@@ -265,7 +265,7 @@ def _outcome(request: HttpRequest, assignment: Assignment) -> dict | None:
 def label_item_autosave(request: HttpRequest, slug: str, item_id: int) -> JsonResponse:
     """The labeling page's background draft save: JSON in the API's error shape."""
     study, _ = study_or_404(request, slug)
-    assignment = _assignment_or_404(request, study, item_id, with_issue=False)
+    assignment = _assignment_or_404(request, study, item_id, with_issue=False, lock=True)
     dimensions = dimensions_of_version(version=study.codebook_version)
     try:
         assignment = assignment_save(
@@ -275,6 +275,7 @@ def label_item_autosave(request: HttpRequest, slug: str, item_id: int) -> JsonRe
             submit=False,
             expected_version=int_or_none(request.POST.get("version")),
             seconds_spent=int_or_none(request.POST.get("seconds_spent")),
+            locked=True,
         )
     except ApplicationError as error:
         code = "conflict" if isinstance(error, ConflictError) else "invalid"
