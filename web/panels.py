@@ -5,6 +5,7 @@ not change once published, so its HTML is rendered once per (dimension, content 
 the cache; each page view only marks the chosen inputs.
 """
 
+import hashlib
 import json
 
 from django.core.cache import cache
@@ -92,6 +93,35 @@ def dimension_rows(page: LabelingPage, *, version: CodebookVersion) -> list[dict
         }
         for dimension in page.dimensions
     ]
+
+
+def dimension_fieldsets(
+    page: LabelingPage, *, version: CodebookVersion, locked: bool
+) -> SafeString:
+    """The labeling form's fieldsets. Those of an item with no labels yet (the usual view: the
+    next item) are the same for every item of a published version and a study's required
+    dimensions, so they are rendered once and kept in the cache; the others are rendered."""
+    if page.annotations or locked or not version.is_published:
+        return _fieldsets_render(page, version=version, locked=locked)
+    # What the fieldsets depend on besides the version: each dimension's `required`, which a
+    # study may set (labeling.selectors.study_dimensions).
+    required = ",".join(f"{d.id}:{d.required:d}" for d in page.dimensions)
+    digest = hashlib.sha256(required.encode()).hexdigest()[:16]
+    key = f"labeling:fieldsets:{version.id}:{version.content_hash}:{digest}"
+    html = cache.get(key)
+    if html is None:
+        html = _fieldsets_render(page, version=version, locked=False)
+        cache.set(key, str(html), CACHE_SECONDS)
+    return mark_safe(html)  # noqa: S308 (rendered by the template engine with escaping)
+
+
+def _fieldsets_render(page: LabelingPage, *, version: CodebookVersion, locked: bool) -> SafeString:
+    return mark_safe(  # noqa: S308 (rendered by the template engine with escaping)
+        render_to_string(
+            "web/_dimension_fieldsets.html",
+            {"dimension_rows": dimension_rows(page, version=version), "locked": locked},
+        )
+    )
 
 
 def _recheck_note(annotation) -> SafeString:

@@ -48,7 +48,7 @@ from taxonomy.selectors import (
     dimensions_of_version,
 )
 from web.forms import answers_from_form, int_or_none
-from web.panels import dimension_rows
+from web.panels import dimension_fieldsets
 from web.sampling_words import sampling_in_words
 
 
@@ -224,6 +224,13 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
             status = 409 if isinstance(error, ConflictError) else 400
         assignment = _assignment_or_404(request, study, item_id)
     page = labeling_page(assignment=assignment, study=study)
+    # Submitted labels of an item in resolution no longer change: the form is read-only,
+    # unless a codebook change flagged some of them for re-checking.
+    locked = (
+        assignment.status == Assignment.Status.SUBMITTED
+        and assignment.item.status != StudyItem.Status.OPEN
+        and not assignment_has_recheck(assignment=assignment)
+    )
     return render(
         request,
         "web/label_item.html",
@@ -231,14 +238,10 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
             "study": study,
             "oversees": study_can_see_agreement(roles=roles),
             "page": page,
-            "dimension_rows": dimension_rows(page, version=study.codebook_version),
+            "fieldsets": dimension_fieldsets(page, version=study.codebook_version, locked=locked),
             "facets": page.issue.facets or {},
             "outcome": _outcome(request, assignment),
-            # Submitted labels of an item in resolution no longer change: the form is read-only,
-            # unless a codebook change flagged some of them for re-checking.
-            "locked": assignment.status == Assignment.Status.SUBMITTED
-            and assignment.item.status != StudyItem.Status.OPEN
-            and not assignment_has_recheck(assignment=assignment),
+            "locked": locked,
         },
         status=status,
     )
