@@ -223,7 +223,7 @@ def child_drive(config_path: str) -> None:
     config = json.loads(Path(config_path).read_text())
     locustfile.configure(
         slug=config["slug"], origin=config["origin"], dimensions=config["dimensions"],
-        credentials=[(name, PASSWORD) for name in config["users"]],
+        credentials=[(name, PASSWORD) for name in config["users"]], think=config["think"],
     )  # fmt: skip
     n_users = len(config["users"])
     samples: list[tuple[str, float, str | None]] = []
@@ -469,6 +469,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="mean seconds an annotator pauses before each draft save and the submit (0: none)",
+    )
     parser.add_argument("--issues", type=int, help="items in the study (default 100 a user)")
     parser.add_argument("--workers", type=int, help="gunicorn workers (default 4, or the config's)")
     parser.add_argument("--worker-class", help="sync (default) or gthread")
@@ -527,6 +533,7 @@ def main() -> None:
                 "users": setup["users"],
                 "dimensions": setup["dimensions"],
                 "seconds": arguments.seconds,
+                "think": arguments.think,
                 "output": str(folder / "result.json"),
                 "gunicorn_pid": gunicorn.pid,
                 "database": arguments.postgres.rsplit("/", 1)[1],
@@ -552,7 +559,9 @@ def main() -> None:
             ]
             print(
                 f"\nload: {arguments.users} annotators ({result['signed_in']} signed in, in "
-                f"{result['signed_in_seconds']:.0f} s), {result['run_seconds']:.0f} s + "
+                f"{result['signed_in_seconds']:.0f} s; pausing {arguments.think:g} s on average "
+                "before each save), "
+                f"{result['run_seconds']:.0f} s + "
                 f"{result['seconds'] - result['run_seconds']:.1f} s to finish; gunicorn "
                 f"{workers}, production settings; PostgreSQL "
                 f"{setup['items']} items ({arguments.assign}, k = 1); {os.cpu_count()} cores "

@@ -54,10 +54,13 @@ class Run:
     active = 0
     submits: list[tuple[str, int]] = []  # (username, item id) of every submit answered 302
     out_of_items = 0
+    think = 0.0  # mean seconds an annotator reads or thinks before a draft save or the submit
 
 
-def configure(*, slug: str, origin: str, dimensions: list[str], credentials: list) -> None:
-    Run.slug, Run.origin, Run.dimensions = slug, origin, dimensions
+def configure(
+    *, slug: str, origin: str, dimensions: list[str], credentials: list, think: float = 0.0
+) -> None:
+    Run.slug, Run.origin, Run.dimensions, Run.think = slug, origin, dimensions, think
     Run.credentials = [tuple(pair) for pair in credentials]
 
 
@@ -83,7 +86,8 @@ def form_body(answered: int, *, version: str, seconds: int, action: str, csrf: s
 
 
 class Annotator(FastHttpUser):
-    # No think time: 50 annotators who never pause are the load, not 50 real people.
+    # No pause between items; within one, `Run.think` (0 by default: 50 annotators who never
+    # pause are the load, not 50 real people) before each draft save and the submit.
     wait_time = constant(0)
     # Behind the production proxy every request arrives as HTTPS, so the CSRF check also
     # compares the origin; the browser sends one with every POST.
@@ -148,6 +152,10 @@ class Annotator(FastHttpUser):
             self._leave()
         self.item_id = int(match.group(1))
 
+    def _think(self) -> None:
+        if Run.think > 0:
+            gevent.sleep(random.uniform(0.5, 1.5) * Run.think)
+
     def _seconds(self) -> int:
         return int(time.monotonic() - self.started)
 
@@ -184,6 +192,7 @@ class Annotator(FastHttpUser):
         drafts = random.choice((2, 3))
         for n in range(drafts):
             answered = max(1, round(n_dimensions * (n + 1) / drafts))
+            self._think()
             self._stop_if_asked()
             with self.client.post(
                 page + "draft/",
@@ -197,6 +206,7 @@ class Annotator(FastHttpUser):
                     self.item_id = None
                     return
                 version = str(response.json()["version"])
+        self._think()
         self._stop_if_asked()
         with self.client.post(
             page,
