@@ -480,9 +480,9 @@ CASES = [
 # Pages of a study, their forms and downloads. A page that does not restrict its methods answers
 # a POST like its GET: the POST cases say that it goes through the same checks.
 CASES += [
-    page("home: POST", "/", demo(200, others=200), method="post"),
-    page("study overview: POST", "/studies/demo/", demo(200), method="post"),
-    page("queue: POST", "/studies/demo/queue/", demo(200), method="post"),
+    page("home: POST", "/", signed_in(405), method="post"),
+    page("study overview: POST", "/studies/demo/", signed_in(405), method="post"),
+    page("queue: POST", "/studies/demo/queue/", signed_in(405), method="post"),
     page(
         "next item: another study's member",
         "/studies/other/next/",

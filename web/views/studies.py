@@ -7,7 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from common.exceptions import ApplicationError, ConflictError
 from labeling.access import (
@@ -73,6 +73,7 @@ def _assignment_or_404(
 
 
 @login_required
+@require_safe
 def home(request: HttpRequest) -> HttpResponse:
     studies = [
         {
@@ -86,6 +87,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def study_overview(request: HttpRequest, slug: str) -> HttpResponse:
     study, roles = study_or_404(request, slug)
     oversees = study_can_see_agreement(roles=roles)
@@ -120,6 +122,7 @@ def study_overview(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@require_safe
 def queue(request: HttpRequest, slug: str) -> HttpResponse:
     study, roles = study_or_404(request, slug)
     status_filter = request.GET.get("status")
