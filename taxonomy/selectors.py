@@ -1,5 +1,5 @@
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from django.core.cache import cache
 from django.db.models import Prefetch, QuerySet
@@ -48,27 +48,36 @@ def dimensions_of(*, version_id: int) -> list[Dimension]:
     return list(Dimension.objects.filter(version_id=version_id).order_by("position"))
 
 
-# Dimensions of published versions, also kept in this process: a labeling request asks for
-# them two or three times, and each trip to the shared cache (Redis in production) costs a
-# round trip and the unpickling of model instances. Published versions never change; the
-# bound only keeps a long-lived process from collecting versions without end.
-_PUBLISHED_DIMENSIONS: dict[str, list[Dimension]] = {}
-_PUBLISHED_DIMENSIONS_MAX = 256
+# What is read of published versions (which never change), kept in the shared cache and also
+# in this process: a labeling request asks for a version's dimensions two or three times and
+# checks every save against its categories, and each trip to the shared cache (Redis in
+# production) costs a round trip and the unpickling of model instances. The bound only keeps a
+# long-lived process from collecting versions without end.
+_PUBLISHED: dict[str, tuple] = {}
+_PUBLISHED_MAX = 512
+_PUBLISHED_CACHE_SECONDS = 24 * 60 * 60
+
+
+def _published_kept(version: CodebookVersion, what: str, read: Callable[[], list]) -> tuple:
+    """`read()` of a published version, from this process, else the shared cache, else the
+    database. The instances are shared by the process's requests: never change one."""
+    key = f"taxonomy:{what}:{version.id}:{version.content_hash}"
+    kept = _PUBLISHED.get(key)
+    if kept is None:
+        kept = tuple(cache.get_or_set(key, read, _PUBLISHED_CACHE_SECONDS))
+        if len(_PUBLISHED) >= _PUBLISHED_MAX:
+            _PUBLISHED.clear()
+        _PUBLISHED[key] = kept
+    return kept
 
 
 def dimensions_of_version(*, version: CodebookVersion) -> list[Dimension]:
-    """`dimensions_of`, kept in the cache for a published version (which never changes)."""
+    """`dimensions_of`, kept for a published version (which never changes)."""
     if not version.is_published:
         return dimensions_of(version_id=version.id)
-    key = f"taxonomy:dimensions:{version.id}:{version.content_hash}"
-    dimensions = _PUBLISHED_DIMENSIONS.get(key)
-    if dimensions is None:
-        dimensions = cache.get_or_set(
-            key, lambda: dimensions_of(version_id=version.id), 24 * 60 * 60
-        )
-        if len(_PUBLISHED_DIMENSIONS) >= _PUBLISHED_DIMENSIONS_MAX:
-            _PUBLISHED_DIMENSIONS.clear()
-        _PUBLISHED_DIMENSIONS[key] = dimensions
+    dimensions = _published_kept(
+        version, "dimensions", lambda: dimensions_of(version_id=version.id)
+    )
     # Instances of the caller's own, as the shared cache gives: none is shared by two requests.
     return [copy.copy(dimension) for dimension in dimensions]
 
@@ -82,25 +91,13 @@ def categories_of(*, version_id: int) -> list[Category]:
     )
 
 
-_PUBLISHED_CATEGORIES: dict[str, tuple[Category, ...]] = {}
-
-
 def categories_of_version(*, version: CodebookVersion) -> Sequence[Category]:
-    """`categories_of`, kept in this process and the cache for a published version (which
-    never changes): a label save checks the chosen keys against them, a query a save before.
-    The instances are shared by the requests of the process: read them, copy one to change it."""
+    """`categories_of`, kept for a published version (which never changes): a label save checks
+    the chosen keys against them, a query a save before. The instances are shared by the
+    requests of the process: read them, copy one to change it."""
     if not version.is_published:
         return categories_of(version_id=version.id)
-    key = f"taxonomy:categories:{version.id}:{version.content_hash}"
-    categories = _PUBLISHED_CATEGORIES.get(key)
-    if categories is None:
-        categories = tuple(
-            cache.get_or_set(key, lambda: categories_of(version_id=version.id), 24 * 60 * 60)
-        )
-        if len(_PUBLISHED_CATEGORIES) >= _PUBLISHED_DIMENSIONS_MAX:
-            _PUBLISHED_CATEGORIES.clear()
-        _PUBLISHED_CATEGORIES[key] = categories
-    return categories
+    return _published_kept(version, "categories", lambda: categories_of(version_id=version.id))
 
 
 def category_depths(categories: Iterable[Category]) -> dict[int, int]:
