@@ -30,6 +30,7 @@ from labeling.models import (
 from labeling.resolution_rules import DimensionOutcome, DimensionState
 from labeling.selectors import study_dimensions
 from taxonomy.models import Category, Dimension
+from taxonomy.selectors import categories_of_version
 
 MAX_NOTE = 20_000
 MAX_COMMENT = 10_000
@@ -204,11 +205,10 @@ def _resolutions_write_automatic(*, item: StudyItem, outcomes: list[DimensionOut
             item=item, dimension__in=[o.dimension for o in outcomes]
         ).prefetch_related("categories")
     }
+    # The version's categories as the label saves read them (kept for a published version).
     category_ids = {
-        (dimension_id, key): category_id
-        for category_id, dimension_id, key in Category.objects.filter(
-            dimension__in=[o.dimension for o in outcomes]
-        ).values_list("id", "dimension_id", "key")
+        (category.dimension_id, category.key): category.id
+        for category in categories_of_version(version=item.study.codebook_version)
     }
     now = timezone.now()
     written: list[tuple[Resolution, list[str], list[str] | None, str]] = []
