@@ -93,7 +93,7 @@ def export_job_run(*, job_id: int, chunk_size: int = CHUNK_SIZE) -> ExportJob:
     seen as it goes; a failure is recorded on the job with its reason."""
     job = _export_job_claim(job_id=job_id)
     if job is None:
-        return ExportJob.objects.select_related("study").get(pk=job_id)
+        return _export_job_as_stored(job_id)
     attempt = job.attempts
     mine = ExportJob.objects.filter(pk=job_id, status=ExportJob.Status.RUNNING, attempts=attempt)
 
@@ -122,7 +122,7 @@ def export_job_run(*, job_id: int, chunk_size: int = CHUNK_SIZE) -> ExportJob:
             )
     except _ClaimLost:
         logger.warning("export job %s: attempt %s was overtaken, stopping", job_id, attempt)
-        return ExportJob.objects.select_related("study").get(pk=job_id)
+        return _export_job_as_stored(job_id)
     except Exception as error:  # recorded on the job, which is what people look at
         logger.exception("export job %s failed", job_id)
         mine.update(
@@ -130,7 +130,7 @@ def export_job_run(*, job_id: int, chunk_size: int = CHUNK_SIZE) -> ExportJob:
             error=f"{type(error).__name__}: {error}"[:MAX_ERROR],
             finished_at=timezone.now(),
         )
-        return ExportJob.objects.select_related("study").get(pk=job_id)
+        return _export_job_as_stored(job_id)
     now = timezone.now()
     if mine.update(
         status=ExportJob.Status.DONE, rows_done=rows, file=name, finished_at=now, heartbeat_at=now
@@ -139,6 +139,11 @@ def export_job_run(*, job_id: int, chunk_size: int = CHUNK_SIZE) -> ExportJob:
     else:
         logger.warning("export job %s: attempt %s was overtaken at the end", job_id, attempt)
         job.file.storage.delete(name)
+    return _export_job_as_stored(job_id)
+
+
+def _export_job_as_stored(job_id: int) -> ExportJob:
+    """The job as this or another execution left it: what `export_job_run` answers."""
     return ExportJob.objects.select_related("study").get(pk=job_id)
 
 
