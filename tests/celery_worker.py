@@ -22,14 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def redis_reachable(url: str) -> bool:
-    if not url:
-        return False
-    import redis
+    """Whether a Redis answers at `url` (the app's own broker check; no URL is no Redis)."""
+    from common.health import health_broker
 
-    try:
-        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
-    except redis.RedisError:
-        return False
+    return bool(url) and health_broker(url, timeout=1)["ok"]
 
 
 def worker_database_url() -> str:
