@@ -7,6 +7,11 @@ whole form each time, more dimensions answered each time), then the submit (the 
 which claims the next item and redirects to it). Static files are left out: a browser has them
 cached after the first page.
 
+The "floor" scenario (`bench/load.py --scenario floor`): the same signed-in users ask, again
+and again, for the cheapest page an annotator has, the "next item" page (the session, the user,
+the study and one query, then a small template or a redirect). What it serves is the most this
+stack serves on the machine for any page, and so the ceiling of the labeling scenario.
+
 bench/load.py drives these users (`configure`, then locust's runner); it is not meant for the
 `locust` command on its own.
 """
@@ -55,12 +60,20 @@ class Run:
     submits: list[tuple[str, int]] = []  # (username, item id) of every submit answered 302
     out_of_items = 0
     think = 0.0  # mean seconds an annotator reads or thinks before a draft save or the submit
+    scenario = "labeling"  # or "floor" (see above)
 
 
 def configure(
-    *, slug: str, origin: str, dimensions: list[str], credentials: list, think: float = 0.0
+    *,
+    slug: str,
+    origin: str,
+    dimensions: list[str],
+    credentials: list,
+    think: float = 0.0,
+    scenario: str = "labeling",
 ) -> None:
     Run.slug, Run.origin, Run.dimensions, Run.think = slug, origin, dimensions, think
+    Run.scenario = scenario
     Run.credentials = [tuple(pair) for pair in credentials]
 
 
@@ -152,6 +165,21 @@ class Annotator(FastHttpUser):
             self._leave()
         self.item_id = int(match.group(1))
 
+    def _next_page(self) -> None:
+        """The floor scenario's one request: the "next item" page, which shows the button that
+        claims an item, or sends to the item the user holds."""
+        self._stop_if_asked()
+        with self.client.get(
+            f"/studies/{Run.slug}/next/",
+            headers=self._cookies(),
+            name="floor",
+            allow_redirects=False,
+            catch_response=True,
+        ) as response:
+            # 302: the user holds an item from an earlier run (--reuse), and goes to it.
+            if response.status_code not in (200, 302):
+                response.failure(f"next page: {response.status_code}")
+
     def _think(self) -> None:
         if Run.think > 0:
             gevent.sleep(random.uniform(0.5, 1.5) * Run.think)
@@ -161,6 +189,9 @@ class Annotator(FastHttpUser):
 
     @task
     def label_one_item(self) -> None:
+        if Run.scenario == "floor":
+            self._next_page()
+            return
         slug = Run.slug
         if self.item_id is None:
             self._stop_if_asked()

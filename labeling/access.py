@@ -193,7 +193,10 @@ def assignment_get_for_annotator(
     if lock:
         # Only the assignment row: the joined rows are read, not locked.
         assignments = assignments.select_for_update(of=("self",))
-    assignment = assignments.filter(item__study=study, item_id=item_id).first()
+    # One row at most (an annotator holds an item once): no ORDER BY, which the models' default
+    # orderings would make a join to the study and a sort.
+    found = list(assignments.filter(item__study=study, item_id=item_id).order_by()[:1])
+    assignment = found[0] if found else None
     if assignment is not None:
         assignment.item.study = study
     return assignment

@@ -55,9 +55,11 @@ def item_labels(*, item_ids: list[int]) -> dict[int, dict[str, dict[str, frozens
         if category_key is not None:
             keys.add(category_key)
     # Annotators who submitted without any annotation row still count as having answered.
-    for item_id, username in Assignment.objects.filter(
-        item_id__in=item_ids, status=Assignment.Status.SUBMITTED
-    ).values_list("item_id", "annotator__username"):
+    for item_id, username in (
+        Assignment.objects.filter(item_id__in=item_ids, status=Assignment.Status.SUBMITTED)
+        .values_list("item_id", "annotator__username")
+        .order_by()
+    ):
         labels[item_id][username]
     return {
         item_id: {
@@ -93,7 +95,9 @@ def items_majority_decides(*, study: Study, item_ids: list[int]) -> set[int]:
     return set(
         Assignment.objects.filter(
             item_id__in=item_ids, is_tiebreaker=True, status=Assignment.Status.SUBMITTED
-        ).values_list("item_id", flat=True)
+        )
+        .values_list("item_id", flat=True)
+        .order_by()
     )
 
 

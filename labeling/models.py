@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 from common.models import TimestampedModel
 from corpus.models import Issue
@@ -126,6 +127,13 @@ class StudyItem(models.Model):
         ordering = ["study", "id"]
         constraints = [
             models.UniqueConstraint(fields=["study", "issue"], name="unique_study_issue"),
+        ]
+        indexes = [
+            # Claiming the next item walks a study's open items in order; the resolved ones,
+            # most of a study that is far along, stay out of the walk.
+            models.Index(
+                fields=["study", "id"], condition=Q(status="open"), name="studyitem_open_idx"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -11,7 +11,7 @@ from corpus.models import Issue, IssueComment, LinkedFix
 from corpus.selectors import issue_thread
 from labeling.access import study_list_visible_to
 from labeling.models import Annotation, Assignment, Study, StudyItem
-from taxonomy.models import Dimension
+from taxonomy.models import Category, Dimension
 from taxonomy.selectors import dimensions_of_version
 
 
@@ -100,11 +100,13 @@ def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
     thread = issue_thread(issue=issue)
     # Categories are not loaded: the page takes each dimension's tree from the cache.
     dimensions = study_dimensions(study=study)
+    # Unordered (the page reads them by dimension): the models' default orderings would join
+    # the study and the codebook.
     annotations = {
         a.dimension_id: a
-        for a in Annotation.objects.filter(assignment=assignment).prefetch_related(
-            Prefetch("categories")
-        )
+        for a in Annotation.objects.filter(assignment=assignment)
+        .order_by()
+        .prefetch_related(Prefetch("categories", queryset=Category.objects.order_by()))
     }
     return LabelingPage(
         assignment=assignment,

@@ -9,7 +9,7 @@ for an adjudicator or a manager. From then on the annotators' labels no longer c
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Prefetch, Q
 from django.utils import timezone
 
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
@@ -203,7 +203,9 @@ def _resolutions_write_automatic(*, item: StudyItem, outcomes: list[DimensionOut
         resolution.dimension_id: resolution
         for resolution in Resolution.objects.filter(
             item=item, dimension__in=[o.dimension for o in outcomes]
-        ).prefetch_related("categories")
+        )
+        .order_by()
+        .prefetch_related(Prefetch("categories", queryset=Category.objects.order_by()))
     }
     # The version's categories as the label saves read them (kept for a published version).
     category_ids = {

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from common.exceptions import ApplicationError
@@ -224,35 +224,56 @@ def item_claim_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignm
         study=study, user=user, role=Membership.Role.ANNOTATOR
     ).exists():
         return None
-    candidate_ids = list(
-        StudyItem.objects.filter(
-            study=study, status=StudyItem.Status.OPEN, issue__is_pull_request=False
-        )
-        .exclude(assignments__annotator=user)
+    open_items = StudyItem.objects.filter(
+        study=study, status=StudyItem.Status.OPEN, issue__is_pull_request=False
+    )
+    # Items nobody holds come first in the order below (fewest annotators, then id). Asked for
+    # alone they cost an index walk that stops at the 50th; counting every open item's
+    # annotators costs a pass over the whole study at every claim.
+    unheld = (
+        open_items.filter(annotators_needed__gt=0)
+        .exclude(Exists(Assignment.objects.filter(item=OuterRef("pk"))))
+        .order_by("id")
+        .values_list("id", flat=True)[:CLAIM_CANDIDATES]
+    )
+    assignment = _claim_first_free(unheld, user=user)
+    if assignment is not None:
+        return assignment
+    least_annotated = (
+        open_items.exclude(assignments__annotator=user)
         .annotate(n_assigned=Count("assignments"))
         .filter(n_assigned__lt=F("annotators_needed"))
         .order_by("n_assigned", "id")
-        .values_list("id", flat=True)[:50]
+        .values_list("id", flat=True)[:CLAIM_CANDIDATES]
     )
-    if not candidate_ids:
-        return None
+    return _claim_first_free(least_annotated, user=user)
+
+
+CLAIM_CANDIDATES = 50
+
+
+def _claim_first_free(candidate_ids: QuerySet, *, user: AbstractBaseUser) -> Assignment | None:
     for item_id in candidate_ids:
         # Lock one candidate at a time: another annotator holding it makes us skip to the next
         # rather than wait, and never blocks the other candidates.
-        if not StudyItem.objects.select_for_update(skip_locked=True).filter(id=item_id).exists():
+        needed = list(
+            StudyItem.objects.select_for_update(skip_locked=True)
+            .filter(id=item_id)
+            .order_by()  # the default ordering would join, and so lock, the study row
+            .values_list("annotators_needed", flat=True)
+        )
+        if not needed:
             continue
         # Counted again under the lock: a claim that committed meanwhile is seen now.
-        assigned = Assignment.objects.filter(item_id=item_id).exclude(annotator=user).count()
-        needed = StudyItem.objects.values_list("annotators_needed", flat=True).get(id=item_id)
-        if (
-            assigned >= needed
-            or Assignment.objects.filter(item_id=item_id, annotator=user).exists()
-        ):
+        holders = Assignment.objects.filter(item_id=item_id).aggregate(
+            others=Count("id", filter=~Q(annotator=user)), own=Count("id", filter=Q(annotator=user))
+        )
+        if holders["others"] >= needed[0] or holders["own"]:
             continue
         return Assignment.objects.create(
             item_id=item_id,
             annotator=user,
-            selection_reason=f"least-annotated ({assigned} of {needed} before)",
+            selection_reason=f"least-annotated ({holders['others']} of {needed[0]} before)",
         )
     return None
 

@@ -126,6 +126,41 @@ def test_items_are_claimed_least_annotated_first_never_twice(
     assert len(seen) == 3
 
 
+def test_a_claim_takes_an_item_nobody_holds_then_the_least_annotated(
+    codebook_version, sample_issues, people, make_user
+):
+    from labeling.services.studies import study_member_add
+
+    study = study_create(
+        slug="order", name="order", codebook_version=codebook_version, k=2, issues=sample_issues[:3]
+    )
+    annotators = [make_user(f"claimer{n}") for n in range(4)]
+    for user in annotators:
+        study_member_add(study=study, user=user, role="annotator")
+    item_ids = sorted(study.items.values_list("id", flat=True))
+
+    def claim_and_submit(user):
+        assignment = item_next_for_annotator(study=study, user=user)
+        Assignment.objects.filter(pk=assignment.pk).update(status="submitted")
+        return assignment
+
+    # Items nobody holds go first, in id order; an item held once waits until none is left.
+    claimed = [claim_and_submit(user) for user in annotators[:3]]
+    assert [a.item_id for a in claimed] == item_ids
+    assert all(a.selection_reason == "least-annotated (0 of 2 before)" for a in claimed)
+    # Then the least-annotated, never one the annotator has: the first item others hold once.
+    fourth = claim_and_submit(annotators[3])
+    assert (fourth.item_id, fourth.selection_reason) == (
+        item_ids[0],
+        "least-annotated (1 of 2 before)",
+    )
+    again = claim_and_submit(annotators[0])
+    assert again.item_id == item_ids[1]
+    # An item with all its annotators is given to nobody else.
+    assert claim_and_submit(annotators[1]).item_id == item_ids[2]
+    assert item_next_for_annotator(study=study, user=annotators[2]) is None
+
+
 def test_balanced_pre_assignment_gives_each_item_k_distinct_annotators(study):
     for item in study.items.prefetch_related("assignments"):
         annotators = [a.annotator_id for a in item.assignments.all()]
