@@ -63,10 +63,8 @@ def sync_run_open(
     active = SyncRun.objects.filter(source=source, status__in=SyncRun.ACTIVE_STATUSES).first()
     if active is not None:
         if active.lease_expires_at is not None and active.lease_expires_at >= now:
-            reset_passed = active.rate_limit_reset is not None and active.rate_limit_reset <= now
-            if with_task and active.status == SyncRun.Status.WAITING and reset_passed:
-                # Its wake-up message may never come (inline tasks, a lost message); a second
-                # message finds the run claimed and stops.
+            if with_task and _message_may_be_lost(active, now):
+                # A second message finds the run claimed, or finished, and stops.
                 active.task_id = uuid.uuid4().hex
                 active.save(update_fields=["task_id"])
                 return OpenedRun(active, send_task=True)
@@ -86,6 +84,21 @@ def sync_run_open(
         task_id=uuid.uuid4().hex if with_task else "",
     )
     return OpenedRun(run, send_task=with_task)
+
+
+def _message_may_be_lost(run: SyncRun, now: datetime) -> bool:
+    """Whether a request for a sync should send the active run's task again, though the run's
+    lease holds: a waiting run past its rate-limit reset, whose wake-up message may never come
+    (inline tasks, a lost message), and a queued run that no worker took within
+    INGEST_RESEND_SECONDS, whose message may have gone with a broker that restarted (else "Sync
+    now" would do nothing until INGEST_QUEUED_TIMEOUT_SECONDS fails the run)."""
+    if run.status == SyncRun.Status.WAITING:
+        return run.rate_limit_reset is not None and run.rate_limit_reset <= now
+    return (
+        run.status == SyncRun.Status.QUEUED
+        and not run.worker
+        and run.queued_at <= now - timedelta(seconds=settings.INGEST_RESEND_SECONDS)
+    )
 
 
 def _lost_reason(run: SyncRun) -> str:

@@ -271,6 +271,9 @@ INGEST_LEASE_SECONDS = env.int("INGEST_LEASE_SECONDS", default=300)
 # A queued run that no worker took within this time counts as lost too (a message lost with a
 # broker, no worker running); it is generous because runs of other sources may be ahead of it.
 INGEST_QUEUED_TIMEOUT_SECONDS = env.int("INGEST_QUEUED_TIMEOUT_SECONDS", default=60 * 60)
+# A sync request (the button, beat's tick when the source is due) sends the task of a queued run
+# again when no worker took it this long: its message may have gone with a restarted broker.
+INGEST_RESEND_SECONDS = env.int("INGEST_RESEND_SECONDS", default=5 * 60)
 # Each sync lists again from this long before the newest stored update: GitHub's list is
 # eventually consistent, so an update can show up a little after its timestamp.
 INGEST_OVERLAP_SECONDS = env.int("INGEST_OVERLAP_SECONDS", default=60)

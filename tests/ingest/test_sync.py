@@ -794,6 +794,37 @@ def test_a_source_whose_run_lost_its_worker_is_due_at_once(github, make_source):
     assert run.status == SyncRun.Status.FAILED and run.error.startswith("worker lost")
 
 
+def test_asking_again_sends_a_queued_run_whose_message_may_be_lost(
+    github, make_source, django_capture_on_commit_callbacks, settings
+):
+    source = make_source("acme/trainer")
+    with django_capture_on_commit_callbacks() as callbacks:
+        run = sync_request(source=source)
+    assert len(callbacks) == 1
+    # Asked again at once: the first message is on its way, so none is added.
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert sync_request(source=source) == run
+    assert callbacks == []
+
+    # No worker took the run for INGEST_RESEND_SECONDS: its message may have gone with a broker
+    # that restarted, and asking again sends one, with a new task id.
+    SyncRun.objects.filter(pk=run.pk).update(
+        queued_at=timezone.now() - timedelta(seconds=settings.INGEST_RESEND_SECONDS + 1)
+    )
+    with django_capture_on_commit_callbacks() as callbacks:
+        again = sync_request(source=source)
+    assert again == run and len(callbacks) == 1
+    first_task_id = run.task_id
+    again.refresh_from_db()
+    assert again.task_id != first_task_id and again.status == SyncRun.Status.QUEUED
+
+    # A run that a worker holds is left to it.
+    sync_run_claim(run_id=run.pk, worker="busy-worker")
+    with django_capture_on_commit_callbacks() as callbacks:
+        assert sync_request(source=source) == run
+    assert callbacks == []
+
+
 def test_asking_again_after_the_reset_wakes_a_waiting_run(
     github, make_source, django_capture_on_commit_callbacks
 ):
