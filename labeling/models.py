@@ -1,6 +1,5 @@
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
 
 from common.models import TimestampedModel
 from corpus.models import Issue
@@ -132,7 +131,7 @@ class StudyItem(models.Model):
             # Claiming the next item walks a study's open items in order; the resolved ones,
             # most of a study that is far along, stay out of the walk.
             models.Index(
-                fields=["study", "id"], condition=Q(status="open"), name="studyitem_open_idx"
+                fields=["study", "id"], condition=models.Q(status="open"), name="studyitem_open_idx"
             ),
         ]
 

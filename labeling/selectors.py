@@ -100,22 +100,26 @@ def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
     thread = issue_thread(issue=issue)
     # Categories are not loaded: the page takes each dimension's tree from the cache.
     dimensions = study_dimensions(study=study)
-    # Unordered (the page reads them by dimension): the models' default orderings would join
-    # the study and the codebook.
-    annotations = {
-        a.dimension_id: a
-        for a in Annotation.objects.filter(assignment=assignment)
-        .order_by()
-        .prefetch_related(Prefetch("categories", queryset=Category.objects.order_by()))
-    }
     return LabelingPage(
         assignment=assignment,
         issue=issue,
         fixes=thread.fixes,
         comments=thread.comments,
         dimensions=dimensions,
-        annotations=annotations,
+        annotations=assignment_annotations(assignment=assignment),
     )
+
+
+def assignment_annotations(*, assignment: Assignment) -> dict[int, Annotation]:
+    """The assignment's annotations by dimension id, each with its categories (two queries).
+    Unordered: read by dimension, and the models' default orderings would join the study and
+    the codebook only to sort them."""
+    return {
+        a.dimension_id: a
+        for a in Annotation.objects.filter(assignment=assignment)
+        .order_by()
+        .prefetch_related(Prefetch("categories", queryset=Category.objects.order_by()))
+    }
 
 
 def study_overview_counts(*, study: Study) -> dict[str, int]:

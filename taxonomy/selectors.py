@@ -100,6 +100,12 @@ def categories_of_version(*, version: CodebookVersion) -> Sequence[Category]:
     return _published_kept(version, "categories", lambda: categories_of(version_id=version.id))
 
 
+def categories_by_key(*, version: CodebookVersion) -> dict[tuple[int, str], Category]:
+    """The version's categories by (dimension id, key), as `categories_of_version` keeps them:
+    read them, never change one."""
+    return {(c.dimension_id, c.key): c for c in categories_of_version(version=version)}
+
+
 def category_depths(categories: Iterable[Category]) -> dict[int, int]:
     """Depth of each category in its tree (0 for top level), by id. Parents come before their
     children in `position` order, as the codebook loader stores them."""

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import Prefetch
 from django.utils import timezone
 
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
@@ -15,11 +14,11 @@ from common.text import strip_nul
 from corpus.models import Issue
 from labeling.annotation_import import AnnotationRow
 from labeling.models import Annotation, AnnotationRevision, Assignment, Membership, Study, StudyItem
-from labeling.selectors import study_dimensions
+from labeling.selectors import assignment_annotations, study_dimensions
 from labeling.services.resolutions import item_resolution_update
 from labeling.services.studies import study_items_add, study_member_add
 from taxonomy.models import Category, Dimension
-from taxonomy.selectors import categories_of_version
+from taxonomy.selectors import categories_by_key
 
 MAX_TEXT = 20_000
 MAX_SKIP_REASON = 2_000
@@ -121,13 +120,7 @@ def _assignment_write(
             .get(pk=assignment.pk)
         )
     study = assignment.item.study
-    # Unordered: the models' default orderings would join the study, the codebook and more.
-    existing = {
-        a.dimension_id: a
-        for a in Annotation.objects.filter(assignment=assignment)
-        .order_by()
-        .prefetch_related(Prefetch("categories", queryset=Category.objects.order_by()))
-    }
+    existing = assignment_annotations(assignment=assignment)
     flagged = {dimension_id for dimension_id, a in existing.items() if a.needs_review_since}
     _check_can_edit(assignment=assignment, user=user, rechecking=bool(flagged))
     if expected_version is not None and expected_version != assignment.version:
@@ -147,7 +140,7 @@ def _assignment_write(
     categories = _categories_by_dimension(
         answers,
         dimensions,
-        {(c.dimension_id, c.key): c for c in categories_of_version(version=study.codebook_version)},
+        categories_by_key(version=study.codebook_version),
         existing,
     )
     if submit:
@@ -520,10 +513,7 @@ def annotations_import(
     User = get_user_model()
     errors: list[tuple[int, str]] = []
     dimensions = {d.key: d for d in study_dimensions(study=study)}
-    categories: dict[tuple[int, str], Category] = {
-        (c.dimension_id, c.key): c
-        for c in Category.objects.filter(dimension__version_id=study.codebook_version_id)
-    }
+    categories = categories_by_key(version=study.codebook_version)
     issues = _issues_by_reference({(row.owner, row.name, row.number) for row in rows})
     users = {u.username: u for u in User.objects.filter(username__in={r.annotator for r in rows})}
     seen: dict[tuple[str, str, str], int] = {}

@@ -30,7 +30,7 @@ from labeling.models import (
 from labeling.resolution_rules import DimensionOutcome, DimensionState
 from labeling.selectors import study_dimensions
 from taxonomy.models import Category, Dimension
-from taxonomy.selectors import categories_of_version
+from taxonomy.selectors import categories_by_key
 
 MAX_NOTE = 20_000
 MAX_COMMENT = 10_000
@@ -208,10 +208,7 @@ def _resolutions_write_automatic(*, item: StudyItem, outcomes: list[DimensionOut
         .prefetch_related(Prefetch("categories", queryset=Category.objects.order_by()))
     }
     # The version's categories as the label saves read them (kept for a published version).
-    category_ids = {
-        (category.dimension_id, category.key): category.id
-        for category in categories_of_version(version=item.study.codebook_version)
-    }
+    categories = categories_by_key(version=item.study.codebook_version)
     now = timezone.now()
     written: list[tuple[Resolution, list[str], list[str] | None, str]] = []
     for outcome in outcomes:
@@ -243,12 +240,12 @@ def _resolutions_write_automatic(*, item: StudyItem, outcomes: list[DimensionOut
         [
             through(
                 resolution_id=resolution.id,
-                category_id=category_ids[(resolution.dimension_id, key)],
+                category_id=categories[(resolution.dimension_id, key)].id,
             )
             for resolution, keys, _, _ in written
             for key in keys
             # As `categories.set` of a filter: a key the dimension lacks is no category.
-            if (resolution.dimension_id, key) in category_ids
+            if (resolution.dimension_id, key) in categories
         ]
     )
     ResolutionRevision.objects.bulk_create(

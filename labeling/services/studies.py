@@ -215,6 +215,10 @@ def items_assign(
     Assignment.objects.bulk_create(new)
 
 
+# How many candidates a claim tries, one row lock each, before it looks no further.
+CLAIM_CANDIDATES = 50
+
+
 def item_claim_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignment | None:
     """Claim an open item that still needs annotators: least-annotated first, never one the user
     already has. Rows are locked with SKIP LOCKED, so two annotators asking at once get different
@@ -247,9 +251,6 @@ def item_claim_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignm
         .values_list("id", flat=True)[:CLAIM_CANDIDATES]
     )
     return _claim_first_free(least_annotated, user=user)
-
-
-CLAIM_CANDIDATES = 50
 
 
 def _claim_first_free(candidate_ids: QuerySet, *, user: AbstractBaseUser) -> Assignment | None:
