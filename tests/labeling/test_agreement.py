@@ -27,6 +27,7 @@ from labeling.agreement import (
     cohen_kappa,
     dimension_agreement,
     fleiss_kappa,
+    fleiss_kappa_gwet,
     interpret_kappa,
     kappa_from_confusion,
     krippendorff_alpha_nominal,
@@ -385,7 +386,7 @@ def test_fleiss_kappa_matches_statsmodels_when_every_item_has_every_rating(table
     assert report["fleiss_kappa"] == pytest.approx(statsmodels_fleiss_kappa(counts))
 
 
-def test_fleiss_kappa_with_unequal_numbers_of_ratings_uses_per_item_totals():
+def test_fleiss_kappa_is_undefined_with_unequal_numbers_of_ratings_and_gwets_is_given():
     # Item 1: 3 ratings (a, a, b); item 2: 2 ratings (b, b); item 3: 4 ratings (a, b, b, b).
     counts = [[2, 1], [0, 2], [1, 3]]
     observed = np.mean([2 / 6, 2 / 2, 6 / 12])  # sum n(n - 1) / (r (r - 1)) per item
@@ -393,9 +394,16 @@ def test_fleiss_kappa_with_unequal_numbers_of_ratings_uses_per_item_totals():
     expected_agreement = share_a**2 + (1 - share_a) ** 2
     expected = (observed - expected_agreement) / (1 - expected_agreement)
 
-    assert fleiss_kappa(counts) == pytest.approx(expected)
-    # Items with fewer than two ratings carry no agreement and are left out.
-    assert fleiss_kappa([*counts, [1, 0]]) == pytest.approx(expected)
+    assert fleiss_kappa(counts) is None  # Fleiss (1971) assumes a constant number of ratings
+    assert fleiss_kappa_gwet(counts) == pytest.approx(expected)
+    # irrCAC's chance term takes every rated item, a single-rated one too; its observed
+    # agreement only the items rated twice or more.
+    share_a = np.mean([2 / 3, 0 / 2, 1 / 4, 1 / 1])
+    expected_agreement = share_a**2 + (1 - share_a) ** 2
+    with_single = (observed - expected_agreement) / (1 - expected_agreement)
+    assert fleiss_kappa_gwet([*counts, [1, 0]]) == pytest.approx(with_single)
+    # With equal numbers of ratings both are Fleiss (1971).
+    assert fleiss_kappa_gwet(FLEISS_TABLE) == pytest.approx(fleiss_kappa(FLEISS_TABLE))
 
 
 @settings(max_examples=100, deadline=None)
@@ -663,8 +671,12 @@ def test_a_single_category_used_by_everyone_is_undefined_not_perfect(as_sets):
     assert all(pair["ci95"] is None for pair in report["cohen_kappa"]["pairs"])
     assert report["fleiss_kappa"] is None
     assert report["krippendorff_alpha"] is None
-    assert report["per_category"]["a"] == {"kappa": None, "support": 15}
-    assert report["per_category"]["b"] == {"kappa": None, "support": 0}
+    assert report["per_category"]["a"] == {
+        "kappa": None, "fleiss_kappa": None, "specific_agreement": 1.0, "support": 15
+    }  # fmt: skip
+    assert report["per_category"]["b"] == {
+        "kappa": None, "fleiss_kappa": None, "specific_agreement": None, "support": 0
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("as_sets", [False, True])
@@ -693,10 +705,12 @@ def test_no_overlapping_items_is_undefined():
 
 def test_no_rows_at_all():
     report = dimension_agreement([], [], [], categories=["a"], multi_label=False)
+    units = report.pop("units")
     assert report == {
         "n_items": 0,
         "n_annotators": 0,
         "percent_agreement": None,
+        "percent_agreement_all": None,
         "cohen_kappa": {
             "mean": None,
             "interpretation": None,
@@ -708,11 +722,27 @@ def test_no_rows_at_all():
             "min_pair_items": DEFAULT_MIN_PAIR_ITEMS,
             "pairs": [],
         },
+        "headline": {
+            "statistic": None,
+            "label": None,
+            "value": None,
+            "ci95": None,
+            "interval_method": None,
+            "interpretation": None,
+            "pairs": [],
+        },
         "fleiss_kappa": None,
+        "fleiss_kappa_gwet": None,
         "krippendorff_alpha": None,
-        "per_category": {"a": {"kappa": None, "support": 0}},
+        "fleiss_kappa_ci95": None,
+        "krippendorff_alpha_ci95": None,
+        "per_category": {
+            "a": {"kappa": None, "fleiss_kappa": None, "specific_agreement": None, "support": 0}
+        },
         "warnings": ["No item has two or more ratings yet: there is no agreement to measure."],
+        "warning_kinds": ["no_items"],
     }
+    assert set(units) >= {"percent_agreement", "cohen_kappa", "fleiss_kappa"}
 
 
 def test_undefined_pairs_are_left_out_of_the_mean():
@@ -784,8 +814,8 @@ def test_a_one_item_pair_is_listed_but_does_not_move_the_mean():
     assert one_item["ci95"] is None  # only counted pairs are resampled
     assert pair_of(report, "ann", "bob")["counted"] is True
     assert pair_of(report, "bob", "cat") | {"confusion": None} == {
-        "a": "bob", "b": "cat", "n": 0, "kappa": None, "ci95": None, "counted": False,
-        "confusion": None,
+        "a": "bob", "b": "cat", "n": 0, "kappa": None, "ci95": None, "ase": None,
+        "ci95_wald": None, "counted": False, "confusion": None,
     }  # fmt: skip
     assert (
         "1 of 3 pairs share fewer than 10 items and are left out of the mean kappa."
