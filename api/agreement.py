@@ -43,6 +43,13 @@ class KappaPairSerializer(serializers.Serializer):
     n = serializers.IntegerField(help_text="items both rated")
     kappa = serializers.FloatField(allow_null=True)
     ci95 = _interval("bootstrap 95% interval; null without bootstrap or when undefined")
+    ase = serializers.FloatField(
+        allow_null=True,
+        required=False,
+        help_text="large-sample standard error of kappa (Fleiss, Cohen & Everitt 1969); null "
+        "for multi-label dimensions",
+    )
+    ci95_wald = _interval("kappa +- 1.96 ase, clipped to [-1, 1]", required=False)
     counted = serializers.BooleanField(
         required=False, help_text="whether the pair enters the means (enough shared items)"
     )
@@ -68,8 +75,51 @@ class CohenKappaSerializer(serializers.Serializer):
 
 
 class CategoryAgreementSerializer(serializers.Serializer):
-    kappa = serializers.FloatField(allow_null=True)
+    kappa = serializers.FloatField(
+        allow_null=True, help_text="one-vs-rest Cohen's kappa averaged over the counted pairs"
+    )
+    fleiss_kappa = serializers.FloatField(
+        allow_null=True, required=False, help_text="Fleiss' (1971) category-specific kappa"
+    )
+    specific_agreement = serializers.FloatField(
+        allow_null=True,
+        required=False,
+        help_text="positive specific agreement 2 n_cc / (n_c. + n_.c), averaged over pairs",
+    )
     support = serializers.IntegerField(help_text="ratings choosing the category")
+
+
+class HeadlinePairSerializer(serializers.Serializer):
+    a = serializers.CharField()
+    b = serializers.CharField()
+    n = serializers.IntegerField()
+    kappa = serializers.FloatField(allow_null=True)
+
+
+class HeadlineSerializer(serializers.Serializer):
+    statistic = serializers.ChoiceField(
+        choices=["pair", "mean", "weighted_mean", "pairs_below_minimum"],
+        allow_null=True,
+        help_text="which kappa summarises the dimension (see the agreement methods page)",
+    )
+    label = serializers.CharField(allow_null=True)
+    value = serializers.FloatField(allow_null=True)
+    ci95 = _interval("the headline's 95% interval")
+    interval_method = serializers.ChoiceField(choices=["bootstrap", "wald"], allow_null=True)
+    interpretation = serializers.CharField(allow_null=True, help_text="Landis & Koch wording")
+    pairs = HeadlinePairSerializer(
+        many=True, help_text="pairs_below_minimum only: each pair's kappa, below the minimum"
+    )
+
+
+class AppliesWhenSerializer(serializers.Serializer):
+    dimension = serializers.CharField()
+    dimension_name = serializers.CharField()
+    categories = serializers.ListField(child=serializers.CharField())
+
+
+def _coefficient(help_text: str) -> serializers.FloatField:
+    return serializers.FloatField(allow_null=True, required=False, help_text=help_text)
 
 
 class DimensionAgreementSerializer(serializers.Serializer):
@@ -78,17 +128,54 @@ class DimensionAgreementSerializer(serializers.Serializer):
     required = serializers.BooleanField()
     n_items = serializers.IntegerField(help_text="items with at least two ratings")
     n_annotators = serializers.IntegerField()
-    percent_agreement = serializers.FloatField(
-        allow_null=True, help_text="share of items on which every rating is the same"
+    ordinal = serializers.BooleanField(required=False)
+    kappa_weights = serializers.ChoiceField(
+        choices=["linear", "quadratic"],
+        allow_null=True,
+        required=False,
+        help_text="weights of Cohen's kappa; null on nominal dimensions",
     )
+    applies_when = AppliesWhenSerializer(
+        allow_null=True,
+        required=False,
+        help_text="the dimension counts only ratings for which this condition held",
+    )
+    percent_agreement = serializers.FloatField(
+        allow_null=True,
+        help_text="mean over items of the share of agreeing rating pairs (Fleiss' P-bar)",
+    )
+    percent_agreement_all = _coefficient("share of items on which every rating is the same")
     cohen_kappa = CohenKappaSerializer()
-    fleiss_kappa = serializers.FloatField(allow_null=True)
-    krippendorff_alpha = serializers.FloatField(allow_null=True)
+    headline = HeadlineSerializer(required=False)
+    fleiss_kappa = serializers.FloatField(
+        allow_null=True, help_text="Fleiss (1971); null when items carry unequal numbers of ratings"
+    )
+    fleiss_kappa_gwet = _coefficient("Gwet's (2014) generalisation, as irrCAC computes it")
+    fleiss_kappa_ci95 = _interval("bootstrap 95% interval of Fleiss' kappa", required=False)
+    krippendorff_alpha = serializers.FloatField(
+        allow_null=True, help_text="nominal, or with the MASI distance on multi-label dimensions"
+    )
+    krippendorff_alpha_ci95 = _interval("bootstrap 95% interval of alpha", required=False)
+    krippendorff_alpha_ordinal = _coefficient("ordinal dimensions: ordinal alpha")
+    krippendorff_alpha_interval = _coefficient("ordinal dimensions: interval alpha")
+    krippendorff_alpha_ratio = _coefficient("ordinal dimensions: ratio alpha")
+    krippendorff_alpha_jaccard = _coefficient("multi-label: alpha with the Jaccard distance")
+    exact_set_agreement = _coefficient("multi-label: share of rating pairs with identical sets")
+    mean_jaccard = _coefficient("multi-label: mean pairwise Jaccard similarity")
+    mean_masi_similarity = _coefficient("multi-label: mean pairwise MASI similarity")
     per_category = serializers.DictField(
         child=CategoryAgreementSerializer(), help_text="category key -> its agreement"
     )
+    units = serializers.DictField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="figure -> what it is computed on, in words",
+    )
     warnings = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="sentences for the reader"
+    )
+    warning_kinds = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="a code per warning"
     )
 
 
@@ -102,7 +189,9 @@ class AgreementFiltersSerializer(serializers.Serializer):
     seed = serializers.IntegerField()
     submitted_after = serializers.DateTimeField(allow_null=True, required=False)
     submitted_before = serializers.DateTimeField(allow_null=True, required=False)
-    weights = serializers.CharField(allow_null=True, required=False)
+    weights = serializers.CharField(
+        allow_null=True, required=False, help_text="kappa weights in force on ordinal dimensions"
+    )
     min_pair_items = serializers.IntegerField(required=False)
     min_items_for_kappa = serializers.IntegerField(required=False)
 

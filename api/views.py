@@ -152,6 +152,7 @@ class StudyViewSet(
             filters=filters,
             bootstrap=params["bootstrap"],
             min_pair_items=params["min_pair_items"],
+            weights=params.get("weights"),
         )
         report = study_agreement_report(
             study=study,

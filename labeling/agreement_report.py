@@ -29,6 +29,8 @@ from taxonomy.models import Category, Dimension
 MAX_BOOTSTRAP = 2000
 # The page's "95% intervals" (and the command's --intervals) when no number of resamples is given.
 PAGE_BOOTSTRAP = 1000
+# Cohen's kappa on an ordinal dimension is weighted, linearly unless the request says otherwise.
+DEFAULT_ORDINAL_WEIGHTS = "linear"
 # The largest minimum overlap a report takes: above any study's size it would only empty the
 # means, and a bound keeps the parameter a number people type, not an overflow.
 MAX_MIN_PAIR_ITEMS = 100_000
@@ -40,6 +42,11 @@ class DimensionTable:
 
     dimension: Dimension
     categories: list[str]  # keys in codebook order (at the rolled-up level, when rolled up)
+    # Ordinal dimensions: the number of each category on the scale (codebook `value`), None
+    # for positions 1..n.
+    scale_values: list[float] | None = None
+    # The condition under which the dimension is answered, in names (see `applies_when_text`).
+    applies_when: dict | None = None
     item_ids: list[int] = field(default_factory=list)
     annotators: list[str] = field(default_factory=list)
     label_sets: list[frozenset[str]] = field(default_factory=list)
@@ -61,12 +68,14 @@ def agreement_query_check(
     filters: LabelTableFilter | None = None,
     bootstrap: int = 0,
     min_pair_items: int = DEFAULT_MIN_PAIR_ITEMS,
+    weights: str | None = None,
 ) -> None:
     """Refuse what a report would silently answer with nothing, or take too long over: a
     dimension, round or repository the study does not have, more than MAX_BOOTSTRAP
-    resamples, a minimum overlap outside 1..MAX_MIN_PAIR_ITEMS. The ApplicationError names the
-    parameter in its details, as the API's 400 does; the command and the page show its
-    message."""
+    resamples, a minimum overlap outside 1..MAX_MIN_PAIR_ITEMS, kappa weights for nominal
+    dimensions only (weights order categories, which a nominal dimension does not have). The
+    ApplicationError names the parameter in its details, as the API's 400 does; the command and
+    the page show its message."""
     filters = filters or LabelTableFilter()
     if not 0 <= bootstrap <= MAX_BOOTSTRAP:
         raise ApplicationError(
@@ -78,13 +87,23 @@ def agreement_query_check(
             f"min_pair_items is between 1 and {MAX_MIN_PAIR_ITEMS:,} shared items.",
             {"min_pair_items": [f"Ensure this value is between 1 and {MAX_MIN_PAIR_ITEMS}."]},
         )
+    dimensions = study_dimensions(study=study)
     if dimension_keys:
-        known = {dimension.key for dimension in study_dimensions(study=study)}
+        known = {dimension.key for dimension in dimensions}
         unknown = sorted(set(dimension_keys) - known)
         if unknown:
             raise ApplicationError(
                 f"Unknown dimension: {', '.join(unknown)}",
                 {"dimension": [f"{key!r} is not a dimension of this study." for key in unknown]},
+            )
+    if weights is not None:
+        chosen = [d for d in dimensions if not dimension_keys or d.key in dimension_keys]
+        nominal = [d.key for d in chosen if not (d.ordinal and not d.multi_label)]
+        if (dimension_keys and nominal) or not any(d.ordinal for d in chosen):
+            named = ", ".join(nominal) or "none of the study's dimensions is ordinal"
+            raise ApplicationError(
+                f"Weights are for ordinal dimensions; nominal: {named}",
+                {"weights": [f"Kappa weights need an ordinal dimension (nominal: {named})."]},
             )
     if filters.round_name and not study.rounds.filter(name=filters.round_name).exists():
         raise ApplicationError(
@@ -121,11 +140,12 @@ def study_label_table(
     """
     dimensions = study_dimensions(study=study)
     wanted = set(dimension_keys) if dimension_keys is not None else None
-    categories = list(
+    category_rows = list(
         Category.objects.filter(dimension__version_id=study.codebook_version_id)
         .order_by("dimension__position", "position")
-        .values_list("id", "dimension_id", "parent_id", "key")
+        .values_list("id", "dimension_id", "parent_id", "key", "name", "metadata")
     )
+    categories = [row[:4] for row in category_rows]
     key_of = _rolled_up_keys(categories, level)
     filters = filters or LabelTableFilter()
 
@@ -171,20 +191,23 @@ def study_label_table(
         .values_list("id", "username")
     )
 
-    tables = {
-        dimension.key: DimensionTable(
-            dimension=dimension,
-            categories=list(
-                dict.fromkeys(
-                    key_of[category_id]
-                    for category_id, dimension_id, _, _ in categories
-                    if dimension_id == dimension.id
-                )
-            ),
+    tables = {}
+    for dimension in dimensions:
+        if wanted is not None and dimension.key not in wanted:
+            continue
+        keys = list(
+            dict.fromkeys(
+                key_of[category_id]
+                for category_id, dimension_id, _, _ in categories
+                if dimension_id == dimension.id
+            )
         )
-        for dimension in dimensions
-        if wanted is None or dimension.key in wanted
-    }
+        tables[dimension.key] = DimensionTable(
+            dimension=dimension,
+            categories=keys,
+            scale_values=_scale_values(dimension, keys, category_rows),
+            applies_when=_applies_when(dimension, dimensions, category_rows),
+        )
     for (item_id, annotator_id), by_dimension in answers.items():
         annotator = usernames[annotator_id]
         for key, label_set in by_dimension.items():
@@ -195,6 +218,61 @@ def study_label_table(
             table.annotators.append(annotator)
             table.label_sets.append(frozenset(label_set))
     return tables
+
+
+def _scale_values(
+    dimension: Dimension, keys: list[str], category_rows: list[tuple]
+) -> list[float] | None:
+    """The numbers of an ordinal dimension's categories (codebook `value`), in the order of
+    `keys`; None (positions 1..n) when the dimension is nominal or a category has none."""
+    if not dimension.ordinal or dimension.multi_label:
+        return None
+    value_of = {
+        key: metadata.get("value")
+        for _, dimension_id, _, key, _, metadata in category_rows
+        if dimension_id == dimension.id
+    }
+    values = [value_of.get(key) for key in keys]
+    if any(isinstance(v, bool) or not isinstance(v, int | float) for v in values):
+        return None
+    return [float(v) for v in values]
+
+
+def _applies_when(
+    dimension: Dimension, dimensions: list[Dimension], category_rows: list[tuple]
+) -> dict | None:
+    """The dimension's condition in names, for captions: which earlier dimension, which of its
+    categories (the first condition; the starter codebook has one)."""
+    if not dimension.applies_when:
+        return None
+    condition_key, category_keys = next(iter(dimension.applies_when.items()))
+    condition = next((d for d in dimensions if d.key == condition_key), None)
+    if condition is None:
+        return None
+    name_of = {
+        key: name
+        for _, dimension_id, _, key, name, _ in category_rows
+        if dimension_id == condition.id
+    }
+    return {
+        "dimension": condition.key,
+        "dimension_name": condition.name,
+        "categories": [name_of.get(key, key) for key in category_keys],
+    }
+
+
+def applies_when_text(dimension: dict) -> str | None:
+    """Point 8 of a methods reviewer's list: a dimension answered only under a condition counts
+    only the ratings for which it held, and a caption must say so."""
+    condition = dimension.get("applies_when")
+    if not condition:
+        return None
+    chosen = " or ".join(f"“{name}”" for name in condition["categories"])
+    return (
+        f"{dimension['name']} counts only the ratings of annotators who chose {chosen} on "
+        f"{condition['dimension_name']}; an item one annotator screened out is not a "
+        "disagreement here."
+    )
 
 
 def _rolled_up_keys(
@@ -273,7 +351,10 @@ def _report_of_tables(
             "seed": seed,
             "submitted_after": _iso(filters.submitted_after),
             "submitted_before": _iso(filters.submitted_before),
-            "weights": weights,
+            # The weights in force on the ordinal dimensions (the default when none was asked).
+            "weights": next(
+                (d["kappa_weights"] for d in dimensions.values() if d["kappa_weights"]), None
+            ),
             "min_pair_items": min_pair_items,
             "min_items_for_kappa": MIN_ITEMS_FOR_KAPPA,
         },
@@ -295,21 +376,28 @@ def _dimensions_report(
 ) -> dict[str, dict]:
     dimensions = {}
     for key, table in tables.items():
+        dimension = table.dimension
+        ordinal = dimension.ordinal and not dimension.multi_label
+        kappa_weights = (weights or DEFAULT_ORDINAL_WEIGHTS) if ordinal else None
         report = dimension_agreement(
             table.item_ids,
             table.annotators,
             table.label_sets,
             categories=table.categories,
-            multi_label=table.dimension.multi_label,
-            ordinal=table.dimension.ordinal,
-            weights=(weights or "linear") if table.dimension.ordinal else None,
+            multi_label=dimension.multi_label,
+            ordinal=ordinal,
+            weights=kappa_weights,
+            scale_values=table.scale_values,
             bootstrap=bootstrap,
             seed=seed,
             min_pair_items=min_pair_items,
         )
-        report["name"] = table.dimension.name
-        report["multi_label"] = table.dimension.multi_label
-        report["required"] = table.dimension.required
+        report["name"] = dimension.name
+        report["multi_label"] = dimension.multi_label
+        report["ordinal"] = ordinal
+        report["required"] = dimension.required
+        report["kappa_weights"] = kappa_weights
+        report["applies_when"] = table.applies_when
         dimensions[key] = report
     return dimensions
 
@@ -319,7 +407,12 @@ def _split_by_group(
 ) -> dict[Hashable, DimensionTable]:
     """One dimension's rows split by their item's group, in one pass over the rows."""
     parts = {
-        group: DimensionTable(dimension=table.dimension, categories=table.categories)
+        group: DimensionTable(
+            dimension=table.dimension,
+            categories=table.categories,
+            scale_values=table.scale_values,
+            applies_when=table.applies_when,
+        )
         for group in groups
     }
     for item_id, annotator, label_set in zip(

@@ -13,6 +13,7 @@ laughs"). A codebook needs none of these.
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -334,6 +335,7 @@ def codebook_parse(data: dict[str, Any]) -> CodebookSpec:
         categories_data = dimension_data.get("categories", [])
         if isinstance(categories_data, list):
             dimension.categories = _parse_categories(categories_data, place, errors, lengths)
+            _check_scale_values(dimension, categories_data, place, errors)
         applies_when = dimension_data.get("applies_when", {})
         if isinstance(applies_when, dict):
             dimension.applies_when = _parse_condition(applies_when, spec.dimensions, place, errors)
@@ -341,6 +343,32 @@ def codebook_parse(data: dict[str, Any]) -> CodebookSpec:
     if errors:
         raise CodebookFileError(errors)
     return spec
+
+
+def _check_scale_values(
+    dimension: DimensionSpec, categories_data: list[Any], place: str, errors: list[str]
+) -> None:
+    """A category's `value` (kept in its metadata) is its number on an ordinal dimension's
+    scale, for the interval and ratio alphas: a finite number, given for every category of the
+    dimension or for none (positions 1..n then), and only on an ordinal dimension."""
+    valued = [category for category in dimension.categories if "value" in category.metadata]
+    if not valued:
+        return
+    if not dimension.ordinal:
+        errors.append(f"{place}: `value` is for the categories of an ordinal dimension only")
+        return
+    for category in valued:
+        number = category.metadata["value"]
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            errors.append(f"{place}.categories ({category.key}).value: expected a number")
+        elif not math.isfinite(number):
+            errors.append(f"{place}.categories ({category.key}).value: expected a finite number")
+    missing = [c.key for c in dimension.categories if "value" not in c.metadata]
+    if missing:
+        errors.append(
+            f"{place}: `value` is given for some categories but not for {', '.join(missing)}: "
+            "give every category a value, or none (positions 1..n)"
+        )
 
 
 def _parse_condition(

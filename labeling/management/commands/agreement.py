@@ -84,6 +84,7 @@ class Command(BaseCommand):
                 filters=filters,
                 bootstrap=bootstrap,
                 min_pair_items=options["min_pair_items"],
+                weights=options["weights"],
             )
         except ApplicationError as error:
             raise CommandError(error.message) from error
