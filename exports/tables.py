@@ -19,6 +19,7 @@ from common.tables import Column, CountShare, Table
 from labeling.agreement_report import (
     LabelTableFilter,
     agreement_query_check,
+    report_rows,
     study_agreement_report,
 )
 from labeling.dashboard import FUNNEL_STEPS, study_funnel
@@ -36,6 +37,15 @@ LEVELS: dict[str, int | None] = {"leaf": None, "parent": 0}
 # pairs of dimensions, and each of three dimensions by system and by training stage.
 PAPER_CROSSTABS = [("symptom", "root_cause"), ("root_cause", "fix_pattern")]
 PAPER_BREAKDOWNS = (["symptom", "root_cause", "fix_pattern"], [SYSTEM, "training_stage"])
+# The paper's agreement table carries intervals: this many seeded bootstrap resamples.
+PAPER_BOOTSTRAP = 1000
+PAPER_SEED = 0
+HEADLINE_WORDS = {
+    "pair": "one pair",
+    "mean": "mean of pairs",
+    "weighted_mean": "mean weighted by shared items",
+    "pairs_below_minimum": "no pair counted",
+}
 FUNNEL_TITLES = {
     "candidates": "Candidates",
     "sampled": "Sampled",
@@ -347,9 +357,10 @@ def crosstab_table(
 
 
 def agreement_by_round_table(*, study: Study, filters: ReportFilters | None = None) -> Table:
-    """Per dimension and round: items with two or more ratings, percent agreement, mean Cohen's
-    kappa, Fleiss' kappa and Krippendorff's alpha (the agreement report, once per round and once
-    for all rounds when there are several)."""
+    """Per dimension and round: items with two or more ratings, percent agreement, the headline
+    κ with its 95% interval and which statistic it is, Fleiss' κ and Krippendorff's α with their
+    intervals (the agreement report with PAPER_BOOTSTRAP seeded resamples, once per round and
+    once for all rounds when there are several)."""
     filters = filters or ReportFilters()
     rounds: list[str | None] = [
         name
@@ -363,31 +374,37 @@ def agreement_by_round_table(*, study: Study, filters: ReportFilters | None = No
             study=study,
             filters=LabelTableFilter(round_name=round_name, repository=filters.repository),
             level=filters.level,
+            bootstrap=PAPER_BOOTSTRAP,
+            seed=PAPER_SEED,
         )
         for round_name in rounds
     }
-    reports = {round_name: report["dimensions"] for round_name, report in full_reports.items()}
     # The rule of the mean kappa, when the report states it (pairs sharing too few items do not
-    # count, so the mean may be undefined where alpha is not).
+    # count, so the headline may be undefined where alpha is not).
     minimum = next(
         (r.get("filters", {}).get("min_pair_items") for r in full_reports.values()), None
     )
-    rows = []
+    by_round = {
+        name: {row["dimension"]: row for row in report_rows(r)} for name, r in full_reports.items()
+    }
+    rows, notes = [], []
     for dimension in study_dimensions(study=study):
         for round_name in rounds:
-            figures = reports[round_name].get(dimension.key, {})
-            share = figures.get("percent_agreement")
+            figures = by_round[round_name].get(dimension.key)
+            if figures is None:
+                continue
+            share = figures["percent_agreement"]
             rows.append(
-                {
+                figures
+                | {
                     "dimension": dimension.name,
                     "round": round_name or "All rounds",
-                    "n_items": figures.get("n_items"),
                     "percent_agreement": None if share is None else 100 * share,
-                    "cohen_kappa": (figures.get("cohen_kappa") or {}).get("mean"),
-                    "fleiss_kappa": figures.get("fleiss_kappa"),
-                    "krippendorff_alpha": figures.get("krippendorff_alpha"),
+                    "headline": HEADLINE_WORDS.get(figures["headline_statistic"]),
                 }
             )
+            if (round_name is None or len(rounds) == 1) and figures["applies_when"]:
+                notes.append(figures["applies_when"])
     return Table(
         key="agreement-by-round",
         title="Agreement per dimension and round",
@@ -396,16 +413,29 @@ def agreement_by_round_table(*, study: Study, filters: ReportFilters | None = No
             Column("round", "Round"),
             Column("n_items", "Items", kind="count"),
             Column("percent_agreement", "% agreement", kind="percent", latex_title=r"\% agr."),
-            Column("cohen_kappa", "Cohen's κ (mean)", kind="number", latex_title=r"$\bar\kappa$"),
+            Column("headline_kappa", "κ", kind="number", latex_title=r"$\kappa$"),
+            Column("headline_ci95_low", "κ 95% CI low", kind="number", latex_title="low"),
+            Column("headline_ci95_high", "κ 95% CI high", kind="number", latex_title="high"),
+            Column("headline", "κ is"),
+            Column("interpretation", "Landis & Koch"),
             Column("fleiss_kappa", "Fleiss' κ", kind="number", latex_title=r"Fleiss $\kappa$"),
+            Column("fleiss_ci95_low", "Fleiss 95% CI low", kind="number", latex_title="low"),
+            Column("fleiss_ci95_high", "Fleiss 95% CI high", kind="number", latex_title="high"),
             Column(
                 "krippendorff_alpha", "Krippendorff's α", kind="number", latex_title=r"$\alpha$"
             ),
+            Column("alpha_ci95_low", "α 95% CI low", kind="number", latex_title="low"),
+            Column("alpha_ci95_high", "α 95% CI high", kind="number", latex_title="high"),
         ],
         rows=rows,
         caption=_caption(
-            "Submitted labels of items with two or more ratings; Cohen's κ is the mean over "
-            "annotator pairs" + (f" sharing at least {minimum} items." if minimum else "."),
+            "Submitted labels of items with two or more ratings. κ is Cohen's: one pair's κ, "
+            "the mean over annotator pairs"
+            + (f" sharing at least {minimum} items" if minimum else "")
+            + " when they share equal numbers of items, else the mean weighted by shared "
+            f"items; 95% intervals from {PAPER_BOOTSTRAP:,} bootstrap resamples of the items "
+            f"(seed {PAPER_SEED}). Fleiss' κ needs equal numbers of ratings per item.",
+            *dict.fromkeys(notes),
             filters.describe(),
         ),
     )

@@ -703,12 +703,18 @@ def _by_repository_of_tables(
 
 
 def report_rows(report: dict) -> list[dict]:
-    """One flat row per dimension, for tables and downloads."""
+    """One flat row per dimension, for tables and downloads. The headline κ leads (see
+    `labeling.agreement.headline_of`: which statistic it is, its interval and how that was
+    found), then every coefficient over all annotators."""
     rows = []
     for key, dimension in report["dimensions"].items():
         kappa = dimension["cohen_kappa"]
+        headline = dimension.get("headline") or {}
         interval = kappa.get("ci95") or [None, None]
         weighted_interval = kappa.get("weighted_ci95") or [None, None]
+        headline_interval = headline.get("ci95") or [None, None]
+        alpha_interval = dimension.get("krippendorff_alpha_ci95") or [None, None]
+        fleiss_interval = dimension.get("fleiss_kappa_ci95") or [None, None]
         rows.append(
             {
                 "dimension": key,
@@ -716,6 +722,13 @@ def report_rows(report: dict) -> list[dict]:
                 "n_items": dimension["n_items"],
                 "n_annotators": dimension["n_annotators"],
                 "percent_agreement": dimension["percent_agreement"],
+                "percent_agreement_all": dimension.get("percent_agreement_all"),
+                "headline_kappa": headline.get("value"),
+                "headline_statistic": headline.get("statistic"),
+                "headline_label": headline.get("label"),
+                "headline_ci95_low": headline_interval[0],
+                "headline_ci95_high": headline_interval[1],
+                "headline_interval_method": headline.get("interval_method"),
                 "cohen_kappa": kappa["mean"],
                 "ci95_low": interval[0],
                 "ci95_high": interval[1],
@@ -724,9 +737,23 @@ def report_rows(report: dict) -> list[dict]:
                 "weighted_ci95_high": weighted_interval[1],
                 "n_pairs": kappa["n_pairs"],
                 "n_pairs_counted": kappa["n_pairs_counted"],
+                "kappa_weights": dimension.get("kappa_weights"),
                 "fleiss_kappa": dimension["fleiss_kappa"],
+                "fleiss_ci95_low": fleiss_interval[0],
+                "fleiss_ci95_high": fleiss_interval[1],
+                "fleiss_kappa_gwet": dimension.get("fleiss_kappa_gwet"),
                 "krippendorff_alpha": dimension["krippendorff_alpha"],
-                "interpretation": interpret_kappa(kappa["mean"]),
+                "alpha_ci95_low": alpha_interval[0],
+                "alpha_ci95_high": alpha_interval[1],
+                "krippendorff_alpha_ordinal": dimension.get("krippendorff_alpha_ordinal"),
+                "krippendorff_alpha_interval": dimension.get("krippendorff_alpha_interval"),
+                "krippendorff_alpha_ratio": dimension.get("krippendorff_alpha_ratio"),
+                "krippendorff_alpha_jaccard": dimension.get("krippendorff_alpha_jaccard"),
+                "mean_jaccard": dimension.get("mean_jaccard"),
+                "interpretation": interpret_kappa(headline.get("value")),
+                "applies_when": applies_when_text(dimension),
+                "multi_label": dimension.get("multi_label", False),
+                "ordinal": dimension.get("ordinal", False),
                 "warnings": dimension["warnings"],
             }
         )

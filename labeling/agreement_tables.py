@@ -81,10 +81,35 @@ def _mean_note(min_pair_items: int) -> str:
     )
 
 
+HEADLINE_NOTE = (
+    "Headline κ: the one pair's κ when one pair is counted; the plain mean when the counted "
+    "pairs share equal numbers of items; else the mean weighted by shared items. Its interval is "
+    "the bootstrap's when resamples were drawn, else the Wald interval of a single pair. "
+    "Landis & Koch (1977) wording of the headline κ."
+)
+
+PERCENT_NOTE = (
+    "% agreement: the share of agreeing rating pairs, averaged over items (Fleiss' P̄); "
+    "Fleiss' κ (1971) needs equal numbers of ratings per item, Gwet's (2014) generalisation "
+    "does not."
+)
+
+
+def _headline_statistic_text(row: dict) -> str | None:
+    return {
+        "pair": "one pair",
+        "mean": "mean of pairs",
+        "weighted_mean": "mean weighted by shared items",
+        "pairs_below_minimum": "no pair counted",
+    }.get(row["headline_statistic"])
+
+
 def dimension_table(report: dict) -> Table:
-    """Per dimension: items, annotators, pairs counted, percent agreement, mean and weighted
-    Cohen's κ (with their 95% intervals when the report has them), Fleiss' κ, Krippendorff's α
-    and the Landis & Koch wording. A dimension with warnings is marked, the warnings noted."""
+    """Per dimension: items, annotators, pairs counted, percent agreement, the headline κ with
+    its interval and which statistic it is, the mean and weighted Cohen's κ, Fleiss' κ (classic
+    and Gwet's), Krippendorff's α (with its interval when resampled) and the Landis & Koch
+    wording of the headline. A dimension with warnings is marked, the warnings noted; units
+    that differ (multi-label, ordinal) and conditions (applies_when) are noted too."""
     intervals = bool(report["filters"].get("bootstrap"))
     columns = [
         Column("name", "Dimension"),
@@ -93,16 +118,21 @@ def dimension_table(report: dict) -> Table:
         Column("n_pairs_counted", "Pairs counted", "count"),
         Column("n_pairs", "Pairs", "count"),
         Column("percent_agreement", "% agreement", "percent", latex_title=r"\% agr."),
+        Column("headline_kappa", "κ (headline)", latex_title=r"$\kappa$", **_KAPPA),
+        *_interval_columns("headline_ci95", "κ", r"$\kappa$"),
+        Column("headline_statistic_text", "κ is"),
         Column("cohen_kappa", "Cohen's κ (mean)", latex_title=r"$\bar\kappa$", **_KAPPA),
-        *(_interval_columns("ci95", "κ", r"$\bar\kappa$") if intervals else []),
+        *(_interval_columns("ci95", "mean κ", r"$\bar\kappa$") if intervals else []),
         Column("weighted_kappa", "Cohen's κ (weighted)", latex_title=r"$\bar\kappa_n$", **_KAPPA),
         *(_interval_columns("weighted_ci95", "weighted κ", r"$\bar\kappa_n$") if intervals else []),
         Column("fleiss_kappa", "Fleiss' κ", latex_title=r"Fleiss $\kappa$", **_KAPPA),
+        Column("fleiss_kappa_gwet", "Fleiss' κ (Gwet)", latex_title=r"Fleiss $\kappa_G$", **_KAPPA),
         Column("krippendorff_alpha", "Krippendorff's α", latex_title=r"$\alpha$", **_KAPPA),
+        *(_interval_columns("alpha_ci95", "α", r"$\alpha$") if intervals else []),
         Column("interpretation", "Landis & Koch"),
     ]
     rows = []
-    notes = [_mean_note(report["filters"]["min_pair_items"])]
+    notes = [HEADLINE_NOTE, _mean_note(report["filters"]["min_pair_items"]), PERCENT_NOTE]
     for row in report_rows(report):
         share = row["percent_agreement"]
         rows.append(
@@ -110,10 +140,11 @@ def dimension_table(report: dict) -> Table:
             | {
                 "name": row["name"] + (WARNING_MARK if row["warnings"] else ""),
                 "percent_agreement": None if share is None else 100 * share,
+                "headline_statistic_text": _headline_statistic_text(row),
             }
         )
+        notes += _dimension_notes(row)
         notes += [f"* {row['name']}: {warning}" for warning in row["warnings"]]
-    notes.append("Landis & Koch (1977) wording of the mean κ.")
     return Table(
         title="Inter-annotator agreement per dimension",
         key="agreement",
@@ -122,6 +153,24 @@ def dimension_table(report: dict) -> Table:
         caption=report_settings_text(report),
         notes=notes,
     )
+
+
+def _dimension_notes(row: dict) -> list[str]:
+    """What a dimension's figures are computed on, where it differs from a nominal one."""
+    notes = []
+    if row["multi_label"]:
+        notes.append(
+            f"{row['name']} (multi-label): % agreement counts identical label sets; Cohen's and "
+            "Fleiss' κ are means over categories of present/absent κ; α uses the MASI distance."
+        )
+    if row["ordinal"] and row["kappa_weights"]:
+        notes.append(
+            f"{row['name']} (ordinal): Cohen's κ with {row['kappa_weights']} weights; Fleiss' κ "
+            "and this α are nominal (ordinal, interval and ratio α are in the report)."
+        )
+    if row["applies_when"]:
+        notes.append(row["applies_when"])
+    return notes
 
 
 def _pair_counted_text(pair: dict, min_pair_items: int) -> str:
@@ -145,6 +194,8 @@ def pairs_table(report: dict, dimension_key: str) -> Table:
         Column("n", "Shared items", "count"),
         Column("kappa", "Cohen's κ", latex_title=r"$\kappa$", **_KAPPA),
         *(_interval_columns("ci95", "κ", r"$\kappa$") if intervals else []),
+        Column("ase", "ASE", latex_title="ASE", **_KAPPA),
+        *_interval_columns("wald", "Wald", "Wald"),
         Column("counted", "Counted in the mean"),
     ]
     rows = [
@@ -155,6 +206,9 @@ def pairs_table(report: dict, dimension_key: str) -> Table:
             "kappa": pair["kappa"],
             "ci95_low": pair["ci95"][0] if pair["ci95"] else None,
             "ci95_high": pair["ci95"][1] if pair["ci95"] else None,
+            "ase": pair.get("ase"),
+            "wald_low": pair["ci95_wald"][0] if pair.get("ci95_wald") else None,
+            "wald_high": pair["ci95_wald"][1] if pair.get("ci95_wald") else None,
             "counted": _pair_counted_text(pair, min_pair_items),
         }
         for pair in kappa["pairs"]
@@ -163,6 +217,8 @@ def pairs_table(report: dict, dimension_key: str) -> Table:
         f"Mean κ over the {kappa['n_pairs_counted']} of {kappa['n_pairs']} pairs counted: "
         f"{_number(kappa['mean'])}; weighted by shared items: {_number(kappa['weighted_mean'])}.",
         _mean_note(min_pair_items),
+        "ASE: the large-sample standard error of κ (Fleiss, Cohen & Everitt 1969); Wald: "
+        "κ ± 1.96 ASE. A multi-label pair's κ is a mean over categories and has no ASE.",
         *dimension["warnings"],
     ]
     return Table(
@@ -188,12 +244,16 @@ def categories_table(report: dict, dimension_key: str) -> Table:
         columns=[
             Column("category", "Category"),
             Column("kappa", "κ (one vs rest)", latex_title=r"$\kappa$ (one vs rest)", **_KAPPA),
+            Column("fleiss_kappa", "Fleiss' κ_j", latex_title=r"Fleiss $\kappa_j$", **_KAPPA),
+            Column("specific_agreement", "Specific agreement", latex_title=r"$p_{pos}$", **_KAPPA),
             Column("support", "Used", "count"),
         ],
         rows=[
             {
                 "category": key or "(none applies)",
                 "kappa": value["kappa"],
+                "fleiss_kappa": value.get("fleiss_kappa"),
+                "specific_agreement": value.get("specific_agreement"),
                 "support": value["support"],
             }
             for key, value in used
@@ -201,8 +261,10 @@ def categories_table(report: dict, dimension_key: str) -> Table:
         caption=report_settings_text(report),
         notes=[
             "κ (one vs rest): the category against all others, Cohen's κ averaged over the pairs "
-            f"sharing at least {report['filters']['min_pair_items']} items; used: ratings that "
-            "chose it, on items with two or more ratings.",
+            f"sharing at least {report['filters']['min_pair_items']} items; Fleiss' κ_j: "
+            "Fleiss' (1971) category-specific κ; specific agreement: 2·both / (A's uses + B's "
+            "uses), averaged over the same pairs; used: ratings that chose it, on items with two "
+            "or more ratings.",
             *dimension["warnings"],
         ],
     )

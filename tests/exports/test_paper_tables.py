@@ -8,6 +8,8 @@ from common.exceptions import ApplicationError
 from common.tables import CountShare, table_csv, table_latex, table_markdown
 from exports.tables import (
     NONE_APPLIES,
+    PAPER_BOOTSTRAP,
+    PAPER_SEED,
     SYSTEM,
     TIMES,
     TOTAL,
@@ -239,13 +241,22 @@ def test_agreement_by_round_reads_the_agreement_report_of_each_round(study):
     assert {r for _, r in rows} == {"Pilot", "Main", "All rounds"}
     for round_name in ("Pilot", "Main", None):
         report = study_agreement_report(
-            study=study, filters=LabelTableFilter(round_name=round_name)
+            study=study,
+            filters=LabelTableFilter(round_name=round_name),
+            bootstrap=PAPER_BOOTSTRAP,
+            seed=PAPER_SEED,
         )["dimensions"]["root_cause"]
         row = rows[("Root cause", round_name or "All rounds")]
         assert row["n_items"] == report["n_items"]
         assert row["percent_agreement"] == pytest.approx(100 * report["percent_agreement"])
+        # The headline with its interval, and which statistic it is.
+        assert row["headline_kappa"] == report["headline"]["value"]
+        interval = report["headline"]["ci95"] or [None, None]
+        assert [row["headline_ci95_low"], row["headline_ci95_high"]] == interval
         assert row["cohen_kappa"] == report["cohen_kappa"]["mean"]
         assert row["krippendorff_alpha"] == report["krippendorff_alpha"]
+        alpha_interval = report["krippendorff_alpha_ci95"] or [None, None]
+        assert [row["alpha_ci95_low"], row["alpha_ci95_high"]] == alpha_interval
     # Main: D2 and D3 agree, M2 does not (D4 was screened out by both: no root cause).
     assert rows[("Root cause", "Main")]["n_items"] == 3
     assert rows[("Root cause", "Main")]["percent_agreement"] == pytest.approx(200 / 3)

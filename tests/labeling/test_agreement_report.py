@@ -359,9 +359,15 @@ def test_agreement_page_and_downloads(filled_grant_study, people, client):
     assert csv_download["Content-Disposition"].endswith('grants-agreement.csv"')
     csv_lines = csv_download.content.decode().splitlines()
     assert csv_lines[0].startswith("# Inter-annotator agreement per dimension. Study grants;")
-    assert "Decision,50,2,1,1,70.0,0.4,0.4,0.393939,0.4,fair" in csv_lines
+    # The headline is the one pair's κ, 0.4, with its Wald interval 0.4 +- 1.96 * 0.127 (the
+    # standard error statsmodels gives for Wikipedia's grant example).
     assert (
-        "| Decision | 50 | 2 | 1 | 1 | 70.0% | 0.400 | 0.400 | 0.394 | 0.400 | fair |"
+        "Decision,50,2,1,1,70.0,0.4,0.151092,0.648908,one pair,0.4,0.4,0.393939,0.393939,0.4,fair"
+        in csv_lines
+    )
+    assert (
+        "| Decision | 50 | 2 | 1 | 1 | 70.0% | 0.400 | 0.151 | 0.649 | one pair | 0.400 | 0.400 "
+        "| 0.394 | 0.394 | 0.400 | fair |"
         in client.get("/studies/grants/agreement/?download=md").content.decode()
     )
     latex = client.get("/studies/grants/agreement/?download=tex").content.decode()
@@ -513,7 +519,7 @@ def test_the_minimum_overlap_is_bounded_in_the_api_page_and_command(
 def test_the_command_prints_intervals_weighted_mean_pairs_counted_and_warnings(issue_study, capsys):
     call_command("agreement", "--study", "grants", "--dimension", "decision")
     plain = capsys.readouterr().out
-    assert "95% CI" not in plain
+    assert "mean κ 95% CI" not in plain  # the headline's Wald interval is always there
     assert "Cohen's κ (weighted)" in plain and "Pairs counted" in plain
     assert "at least 10 items" in plain  # the minimum overlap is stated
     assert "* Decision: 1 of 3 pairs share fewer than 10 items" in plain
@@ -521,7 +527,7 @@ def test_the_command_prints_intervals_weighted_mean_pairs_counted_and_warnings(i
     call_command("agreement", "--study", "grants", "--dimension", "decision", "--intervals")
     lines = capsys.readouterr().out.splitlines()
     assert "95% intervals from 1,000 bootstrap resamples" in lines[1]
-    assert "κ 95% CI low" in lines[3] and "weighted κ 95% CI high" in lines[3]
+    assert "mean κ 95% CI low" in lines[3] and "weighted κ 95% CI high" in lines[3]
     assert lines[4].split()[:4] == ["Decision", "*", "41", "3"]  # items, annotators
     report = study_agreement_report(study=issue_study, dimension_keys=["decision"], bootstrap=1000)
     kappa = report["dimensions"]["decision"]["cohen_kappa"]
@@ -681,7 +687,7 @@ def test_the_tables_say_which_pairs_count_and_note_the_warnings(issue_study, peo
     assert "over 1 of 3 pairs" in html and "weighted 0.479" in html
     pairs = client.get("/studies/grants/agreement/?download=csv&table=pairs&dimension=decision")
     lines = pairs.content.decode().splitlines()
-    assert "reader_a,reader_c,1,0.0,no: fewer than 10 shared items" in lines
+    assert "reader_a,reader_c,1,0.0,,,,no: fewer than 10 shared items" in lines
     assert any(line.startswith("# Mean κ over the 1 of 3 pairs counted: 0.479") for line in lines)
     main = client.get("/studies/grants/agreement/?download=md").content.decode()
     assert "| Decision \\* | 41 |" in main
