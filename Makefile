@@ -6,8 +6,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
+DOCS_PORT ?= 8001
 
-.PHONY: run test setup setup-dev lint bench clean
+.PHONY: run test setup setup-dev lint bench docs docs-serve clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,5 +41,13 @@ bench: setup-dev
 	# every script with a main; benchkit.py and locustfile.py are modules the others use
 	for script in $$(grep -l '^if __name__ == "__main__":' bench/*.py); do $(PY) $$script || exit 1; done
 
+# The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link or
+# anchor. NO_MKDOCS_2_WARNING quiets the theme's notice about MkDocs' next major version.
+docs: setup-dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: setup-dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr $(HOST):$(DOCS_PORT)
+
 clean:
-	rm -rf $(VENV) db.sqlite3 db.sqlite3-* staticfiles
+	rm -rf $(VENV) db.sqlite3 db.sqlite3-* staticfiles site

@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from web.views.docs import docs, docs_served
 from web.views.health import health
 
 urlpatterns = [
@@ -12,3 +13,11 @@ urlpatterns = [
     path("api/", include("api.urls")),
     path("", include("web.urls")),
 ]
+
+if docs_served():
+    # The built documentation site, public and read-only (web/views/docs.py); without the
+    # setting the route does not exist at all, as with Django's static() helper.
+    urlpatterns[:0] = [
+        path("docs/", docs, name="docs"),
+        path("docs/<path:path>", docs, name="docs-page"),
+    ]
