@@ -202,3 +202,6 @@ class AgreementReportSerializer(serializers.Serializer):
     dimensions = serializers.DictField(
         child=DimensionAgreementSerializer(), help_text="dimension key -> its agreement"
     )
+    methods_url = serializers.CharField(
+        required=False, help_text="the documentation of every figure: formula, variant, citation"
+    )

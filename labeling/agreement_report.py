@@ -20,6 +20,7 @@ from labeling.agreement import (
     interpret_kappa,
     kappa_undetermined_reason,
 )
+from labeling.agreement_methods import methods_url
 from labeling.models import Annotation, Assignment, Round, Study, StudyItem
 from labeling.selectors import study_dimensions
 from taxonomy.models import Category, Dimension
@@ -359,6 +360,7 @@ def _report_of_tables(
             "min_items_for_kappa": MIN_ITEMS_FOR_KAPPA,
         },
         "dimensions": dimensions,
+        "methods_url": methods_url(),
     }
 
 
