@@ -206,21 +206,34 @@ def main() -> None:
     print(
         f"Full report, bootstrap B={BOOTSTRAP_RESAMPLES}: {with_intervals.summary()}; target < 5 s"
     )
-    report = full_report([study[0]], bootstrap=BOOTSTRAP_RESAMPLES)[0]["cohen_kappa"]
-    low, high = report["ci95"]
-    print(
-        f"  e.g. {study[0].dimension.name}: mean kappa {report['mean']:.3f} [{low:.3f}, {high:.3f}]"
-    )
+    for dimension in full_report([study[0], study[3], study[5]], bootstrap=BOOTSTRAP_RESAMPLES):
+        headline = dimension["headline"]
+        print(
+            f"  e.g. headline kappa ({headline['statistic']}) {headline['value']:.3f} "
+            f"{_interval(headline['ci95'])}, Fleiss {dimension['fleiss_kappa']:.3f} "
+            f"{_interval(dimension['fleiss_kappa_ci95'])}, alpha "
+            f"{dimension['krippendorff_alpha']:.3f} "
+            f"{_interval(dimension['krippendorff_alpha_ci95'])}"
+        )
 
     print("\nPer dimension (no intervals):")
     for rows in study:
         seconds = min(time_runs(lambda rows=rows: full_report([rows], bootstrap=0), 3).wall)
         report = full_report([rows], bootstrap=0)[0]
         kind = "multi " if rows.dimension.multi_label else "single"
+        extra = (
+            f"alpha_jaccard={report['krippendorff_alpha_jaccard']:.3f}  "
+            f"mean_jaccard={report['mean_jaccard']:.3f}"
+            if rows.dimension.multi_label
+            else f"alpha_ordinal={report['krippendorff_alpha_ordinal']:.3f}"
+            if rows.dimension.ordinal
+            else f"pairs={report['percent_agreement']:.3f}"
+        )
         print(
             f"  {rows.dimension.name:<18} {kind} {seconds * 1000:7.1f} ms  "
             f"kappa={report['cohen_kappa']['mean']:.3f}  "
-            f"fleiss={report['fleiss_kappa']:.3f}  alpha={report['krippendorff_alpha']:.3f}"
+            f"fleiss={report['fleiss_kappa']:.3f}  gwet={report['fleiss_kappa_gwet']:.3f}  "
+            f"alpha={report['krippendorff_alpha']:.3f}  {extra}"
         )
 
     print("\nNLTK AnnotationTask on the full data of one dimension of each kind:")
@@ -241,6 +254,10 @@ def main() -> None:
             f"    NLTK total {nltk_seconds:.3f} s for {' + '.join(nltk)}; our whole report for "
             f"the dimension {ours_seconds * 1000:.1f} ms -> {nltk_seconds / ours_seconds:.0f}x"
         )
+
+
+def _interval(bounds: list[float] | None) -> str:
+    return "[-]" if bounds is None else f"[{bounds[0]:.3f}, {bounds[1]:.3f}]"
 
 
 if __name__ == "__main__":

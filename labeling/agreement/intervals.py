@@ -38,13 +38,15 @@ def resample_sums(
     multiplicities: list[NDArray[np.float32]],
     features: NDArray[np.float64],
     statistic: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+    *,
+    integral: bool = False,
 ) -> NDArray[np.float64]:
-    """``statistic`` (resamples x columns sums -> resamples x ...) over every resample."""
+    """``statistic`` (resamples x columns sums -> resamples x ...) over every resample.
+
+    ``integral``: the features are small non-negative integers, so every partial sum is an
+    integer; below 2**24 float32 holds them exactly at twice the BLAS speed."""
     n_items = features.shape[0]
-    # Features are small non-negative numbers; where every partial sum is an integer below
-    # 2**24, float32 holds them exactly at twice the BLAS speed.
-    integral = bool(np.all(features == np.round(features)))
-    exact_in_float32 = integral and n_items * float(np.abs(features).max(initial=0.0)) < 2**24
+    exact_in_float32 = integral and n_items * float(features.max(initial=0.0)) < 2**24
     dtype = np.float32 if exact_in_float32 else np.float64
     features = features.astype(dtype)
     results = [

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import sparse
 
 from labeling.agreement.cohen import (
     binary_kappa,
@@ -396,7 +397,8 @@ class _DimensionReport(ABC):
 
     @abstractmethod
     def pair_standard_error(self, pair_index: int) -> float | None:
-        """Fleiss, Cohen & Everitt (1969) standard error of one pair's kappa, or None."""
+        """Fleiss, Cohen & Everitt (1969) standard error of one pair's kappa (defined), or
+        None."""
 
     @abstractmethod
     def confusion(self, pair_index: int) -> dict[str, Any]:
@@ -466,6 +468,9 @@ class _DimensionReport(ABC):
                         ],
                         axis=1,
                     ),
+                    # Counts and integer disagreement weights (scikit-learn's are 0/1, |i - j|
+                    # and (i - j)^2).
+                    integral=True,
                 )
                 kappas, resampled_sizes = resampled[:, :n_counted], resampled[:, n_counted:]
                 for column, index in enumerate(counted):
@@ -484,7 +489,8 @@ class _DimensionReport(ABC):
         counted_set = set(counted)
         pairs = []
         for index, (a, b) in enumerate(self.pairs):
-            standard_error = self.pair_standard_error(index)
+            defined = pair_kappas[index] is not None
+            standard_error = self.pair_standard_error(index) if defined else None
             pairs.append(
                 {
                     "a": ratings.annotators[a],
@@ -610,7 +616,6 @@ class _SingleLabelReport(_DimensionReport):
         self.value_counts = np.bincount(cells, minlength=self.n_items * n_values).reshape(
             self.n_items, n_values
         )
-        self._coincidences: NDArray[np.float64] | None = None
 
     def _pair_codes(self, pair_index: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
         a, b = self.pairs[pair_index]
@@ -650,8 +655,6 @@ class _SingleLabelReport(_DimensionReport):
         )
 
     def pair_standard_error(self, pair_index: int) -> float | None:
-        if self.pair_kappa(pair_index) is None:
-            return None
         return kappa_standard_error(self.pair_counts[pair_index].matrix, self.weights)
 
     def confusion(self, pair_index: int) -> dict[str, Any]:
@@ -673,7 +676,7 @@ class _SingleLabelReport(_DimensionReport):
             everything = np.concatenate([table, self.ratings.single_membership.astype(float)])
             found["fleiss_kappa_gwet"] = finite_or_none(gwet_kernel(everything[:, :, None])[0])
             found["krippendorff_alpha"] = finite_or_none(
-                alpha_from_coincidences(self.coincidences().sum(axis=0)[None], "nominal")[0]
+                _nominal_alpha(self._alpha_features().sum(axis=0)[np.newaxis])[0]
             )
         if self.scale is not None:
             metric = self.scale_coincidences().sum(axis=0)[np.newaxis]
@@ -682,11 +685,13 @@ class _SingleLabelReport(_DimensionReport):
                 found[f"krippendorff_alpha_{level}"] = finite_or_none(alpha)
         return found
 
-    def coincidences(self) -> NDArray[np.float64]:
-        """Each item's share of the nominal coincidence matrix (items x values x values)."""
-        if self._coincidences is None:
-            self._coincidences = item_coincidences(self.value_counts.astype(np.float64))
-        return self._coincidences
+    def _alpha_features(self) -> NDArray[np.float64]:
+        """Per item: [matching pairs / (m_u - 1), m_u, n_u1 .. n_uq]: nominal alpha is a function
+        of their sums (every item here is pairable)."""
+        table = self.value_counts.astype(np.float64)
+        per_item = table.sum(axis=1)
+        matching = (table * (table - 1)).sum(axis=1) / (per_item - 1)
+        return np.column_stack([matching, per_item, table])
 
     def scale_coincidences(self) -> NDArray[np.float64]:
         """Coincidences over the listed categories only (the scale of the metric alphas): an
@@ -751,14 +756,17 @@ class _SingleLabelReport(_DimensionReport):
         return resample_sums(multiplicities, features, fleiss)
 
     def alpha_resampled(self, multiplicities: list) -> NDArray[np.float64] | None:
-        shares = self.coincidences()
-        size = shares.shape[1]
-        features = shares.reshape(self.n_items, size * size)
-        return resample_sums(
-            multiplicities,
-            features,
-            lambda sums: alpha_from_coincidences(sums.reshape(-1, size, size), "nominal"),
-        )
+        return resample_sums(multiplicities, self._alpha_features(), _nominal_alpha)
+
+
+def _nominal_alpha(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Krippendorff's nominal alpha from summed [matching, m_u, n_u1 .. n_uq] rows:
+    1 - (n - 1)(n - o_diagonal) / (n^2 - sum_k n_k^2) (Krippendorff 2011, nominal case)."""
+    matching, n_values, totals = sums[:, 0], sums[:, 1], sums[:, 2:]
+    chance = n_values**2 - (totals**2).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        alpha = 1.0 - (n_values - 1) * (n_values - matching) / chance
+    return np.where(chance > 1e-9, alpha, np.nan)
 
 
 class _MultiLabelReport(_DimensionReport):
@@ -905,22 +913,30 @@ class _MultiLabelReport(_DimensionReport):
             return None
         grid, rated = self.ratings.grid, self.ratings.rated
         observed = item_observed_disagreement(self.sets, grid, rated, "masi")
-        per_item = rated.sum(axis=1)
-        frequency = np.zeros((self.n_items, len(self.sets)))
+        per_item = rated.sum(axis=1).astype(np.float64)
+        # Items x sets counts have at most one entry per rating: as a sparse matrix, a chunk's
+        # set frequencies cost the ratings times the resamples, not the items times the sets.
         item_index, annotator_index = np.nonzero(rated)
-        np.add.at(frequency, (item_index, grid[item_index, annotator_index]), 1.0)
-        features = np.column_stack([observed, per_item, frequency])
+        frequency = sparse.csr_matrix(
+            (
+                np.ones(len(item_index)),
+                (item_index, grid[item_index, annotator_index]),
+            ),
+            shape=(self.n_items, len(self.sets)),
+        ).T.tocsr()
         distances = self.sets.distance_matrix("masi")
-
-        def alpha(sums: NDArray[np.float64]) -> NDArray[np.float64]:
-            n_values = sums[:, 1]
-            counts = sums[:, 2:]
+        alphas = []
+        for multiplicity in multiplicities:
+            weights = multiplicity.astype(np.float64)
+            counts = (frequency @ weights.T).T  # resamples x sets
+            n_values = weights @ per_item
             expected = ((counts @ distances) * counts).sum(axis=1)
             with np.errstate(divide="ignore", invalid="ignore"):
-                value = 1.0 - (sums[:, 0] / n_values) / (expected / (n_values * (n_values - 1)))
-            return np.where(expected > 1e-12, value, np.nan)
-
-        return resample_sums(multiplicities, features, alpha)
+                value = 1.0 - ((weights @ observed) / n_values) / (
+                    expected / (n_values * (n_values - 1))
+                )
+            alphas.append(np.where(expected > 1e-12, value, np.nan))
+        return np.concatenate(alphas)
 
     def extra_warnings(self, bootstrap: int) -> list[Warning]:
         if bootstrap and len(self.sets) > MAX_SETS_FOR_BOOTSTRAP:
