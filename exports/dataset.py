@@ -12,21 +12,30 @@ A row::
                        "deletions"}],
      "fix_size": {"files_changed", "additions", "deletions"} | null,
      "study", "round": {"name", "kind"}, "item_status", "annotators_needed",
-     "labels": {DIM: {"gold": [keys], "gold_parent": [keys], "method": str | null}},
-     "raw": {DIM: {annotator: [keys]}},                      (with raw labels only)
+     "labels": {DIM: {"gold": [keys] | "not_applicable", "gold_parent": [keys] | "not_applicable",
+                      "method": str | null}},
+     "raw": {DIM: {annotator: [keys] | "not_applicable"}},  (with raw labels only)
+     "raw_codebook_version": {annotator: label | null},     (with raw labels only)
      "codebook": {"name", "version", "hash"}, "sampling": {...}, "study_settings": {...}}
 
 `method` is the stored Resolution.method (consensus, majority, adjudicated, discussion), null
 while the dimension has no gold label. `raw` holds what each annotator submitted on every
 dimension they stored, an empty list meaning "none applies"; an annotator without an answer on a
-dimension is absent from it. Pseudonyms ("annotator-01", ...) number the annotators in the order
-of their user ids, so they are the same in every format of an export, and say nothing of the
-usernames.
+dimension is absent from it. A dimension that does not apply (`Dimension.applies_given`: root
+cause of an issue screened out) is NOT_APPLICABLE ("not_applicable") in place of the list, with
+a null method: in the gold labels when the gold labels of the dimensions it depends on rule it
+out, in an annotator's raw labels when their own answers do, whatever was stored for it (the
+labeling page clears such answers on submit; an annotation import may have kept some). The gold
+labels and an annotator's may differ on it, e.g. while an item's screening is in dispute.
+`raw_codebook_version` is the label of the codebook version under which each annotator of the
+item submitted (Assignment.codebook_version; null for labels imported from a file). Pseudonyms
+("annotator-01", ...) number the annotators in the order of their user ids, so they are the same
+in every format of an export, and say nothing of the usernames.
 """
 
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -38,9 +47,10 @@ from django.db.models.functions import Cast
 
 from corpus.models import LinkedFix
 from corpus.records import is_http_url
+from exports.formats import NOT_APPLICABLE, RAW_VERSION
 from labeling.models import Annotation, Assignment, Resolution, Round, Study, StudyItem
 from labeling.selectors import study_dimensions
-from taxonomy.models import Category
+from taxonomy.models import Category, CodebookVersion, Dimension
 
 CHUNK_SIZE = 2_000
 FIX_SIZES = ("files_changed", "additions", "deletions")
@@ -181,19 +191,57 @@ class _Categories:
         return entry
 
 
+@dataclass
+class _Answers:
+    """The raw labels of a chunk: item id -> dimension key -> annotator -> keys or the
+    marker, and item id -> annotator -> codebook version label (or None)."""
+
+    labels: dict[int, dict[str, dict[str, list[str] | str]]]
+    versions: dict[int, dict[str, str | None]]
+
+
 UNRESOLVED = {"gold": [], "gold_parent": [], "method": None}
+NOT_APPLICABLE_GOLD = {"gold": NOT_APPLICABLE, "gold_parent": NOT_APPLICABLE, "method": None}
 NO_CATEGORY = frozenset[int]()
 # The URLs the corpus stores for GitHub's fixes; anything else is checked the long way.
 _GITHUB_FIX_URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+/(?:pull|commit)/\w+")
+
+
+def dimensions_not_applicable(
+    dimensions: Sequence[Dimension], chosen: Mapping[str, Collection[str]]
+) -> set[str]:
+    """The keys of the dimensions that do not apply (`Dimension.applies_given`) given the
+    category keys `chosen` per dimension key; a dimension absent from `chosen` (no gold label
+    yet, no answer) rules nothing out. In codebook order, a dimension that does not apply
+    counts as having no category for those that depend on it, whatever `chosen` holds for it."""
+    settled = dict(chosen)
+    ruled_out = set()
+    for dimension in dimensions:
+        if dimension.applies_when and not dimension.applies_given(settled):
+            ruled_out.add(dimension.key)
+            settled[dimension.key] = ()
+    return ruled_out
 
 
 def dataset_rows(*, shape: DatasetShape, chunk_size: int = CHUNK_SIZE) -> Iterator[dict[str, Any]]:
     """The rows of the study's dataset, in item order, `chunk_size` items at a time: four
     queries a chunk (three without raw labels), whatever the chunk holds."""
     study = shape.study
-    dimension_key = {d.id: d.key for d in study_dimensions(study=study)}
+    dimensions = study_dimensions(study=study)
+    dimension_key = {d.id: d.key for d in dimensions}
+    # Only a codebook with conditions has dimensions that may not apply.
+    conditional = dimensions if any(d.applies_when for d in dimensions) else []
     categories = _Categories(study)
     rounds = {r.id: {"name": r.name, "kind": r.kind} for r in Round.objects.filter(study=study)}
+    version_labels: dict[int, str] = (
+        dict(
+            CodebookVersion.objects.filter(
+                codebook_id=study.codebook_version.codebook_id
+            ).values_list("id", "label")
+        )
+        if shape.annotators is not None
+        else {}
+    )
     last_id = 0
     while True:
         items = list(
@@ -207,9 +255,17 @@ def dataset_rows(*, shape: DatasetShape, chunk_size: int = CHUNK_SIZE) -> Iterat
         item_ids = {item[0] for item in items}
         first_id, last_id = items[0][0], items[-1][0]
         fixes = _fixes(study, (first_id, last_id))
-        gold = _gold((first_id, last_id), item_ids, dimension_key, categories)
+        gold = _gold((first_id, last_id), item_ids, dimension_key, categories, conditional)
         answers = (
-            _answers((first_id, last_id), item_ids, shape, dimension_key, categories)
+            _answers(
+                (first_id, last_id),
+                item_ids,
+                shape,
+                dimension_key,
+                categories,
+                conditional,
+                version_labels,
+            )
             if shape.annotators is not None
             else None
         )
@@ -237,7 +293,7 @@ def _row(
     rounds: dict[int, dict[str, str]],
     fixes: dict[int, list[dict[str, Any]]],
     gold: dict[int, dict[str, dict[str, Any]]],
-    answers: dict[int, dict[str, dict[str, list[str]]]] | None,
+    answers: _Answers | None,
 ) -> dict[str, Any]:
     (
         item_id, round_id, status, annotators_needed, owner, name, number,
@@ -268,8 +324,9 @@ def _row(
         "labels": {key: item_gold.get(key, UNRESOLVED) for key in shape.dimensions},
     }
     if answers is not None:
-        item_answers = answers.get(item_id, {})
+        item_answers = answers.labels.get(item_id, {})
         row["raw"] = {key: item_answers.get(key, {}) for key in shape.dimensions}
+        row[RAW_VERSION] = answers.versions.get(item_id, {})
     row["codebook"] = shape.codebook
     row["sampling"] = shape.sampling
     row["study_settings"] = shape.study_settings
@@ -321,9 +378,12 @@ def _gold(
     item_ids: set[int],
     dimension_key: dict[int, str],
     categories: _Categories,
+    conditional: Sequence[Dimension],
 ) -> dict[int, dict[str, dict[str, Any]]]:
-    """item id -> dimension key -> gold entry, in one query. The items are found by their id
-    range (a join to filter by study cost more than dropping the few rows of other studies)."""
+    """item id -> dimension key -> gold entry, in one query, with NOT_APPLICABLE_GOLD for the
+    dimensions that the item's gold labels rule out (of `conditional`, the study's dimensions
+    when some have conditions). The items are found by their id range (a join to filter by
+    study cost more than dropping the few rows of other studies)."""
     chosen: dict[tuple[int, str], tuple[str, set[int]]] = {}
     for item_id, dimension_id, method, category_id in (
         Resolution.objects.filter(item_id__gte=item_range[0], item_id__lte=item_range[1])
@@ -339,6 +399,11 @@ def _gold(
     gold: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
     for (item_id, key), (method, ids) in chosen.items():
         gold[item_id][key] = categories.gold(method, frozenset(ids))
+    if conditional:
+        for entries in gold.values():
+            chosen_keys = {key: entry["gold"] for key, entry in entries.items()}
+            for key in dimensions_not_applicable(conditional, chosen_keys):
+                entries[key] = NOT_APPLICABLE_GOLD
     return gold
 
 
@@ -348,31 +413,52 @@ def _answers(
     shape: DatasetShape,
     dimension_key: dict[int, str],
     categories: _Categories,
-) -> dict[int, dict[str, dict[str, list[str]]]]:
-    """item id -> dimension key -> annotator -> keys of the submitted annotations, in one
-    query, annotators in the order of their user ids."""
-    chosen: dict[tuple[int, str, int], set[int]] = {}
-    for item_id, annotator_id, dimension_id, category_id in (
+    conditional: Sequence[Dimension],
+    version_labels: dict[int, str],
+) -> _Answers:
+    """The keys of the submitted annotations and the codebook version of their assignments, in
+    one query, annotators in the order of their user ids; NOT_APPLICABLE where an annotator's
+    own answers rule a dimension out (of `conditional`, as in `_gold`)."""
+    chosen: dict[int, dict[int, dict[str, set[int]]]] = defaultdict(dict)
+    version_ids: dict[tuple[int, int], int | None] = {}
+    for item_id, annotator_id, version_id, dimension_id, category_id in (
         Annotation.objects.filter(
             assignment__item_id__gte=item_range[0],
             assignment__item_id__lte=item_range[1],
             assignment__status=Assignment.Status.SUBMITTED,
         )
         .values_list(
-            "assignment__item_id", "assignment__annotator_id", "dimension_id", "categories"
+            "assignment__item_id",
+            "assignment__annotator_id",
+            "assignment__codebook_version_id",
+            "dimension_id",
+            "categories",
         )
         .order_by("assignment__annotator_id")
     ):
         key = dimension_key.get(dimension_id)
         if key is None or item_id not in item_ids:
             continue
-        ids = chosen.setdefault((item_id, key, annotator_id), set())
+        ids = chosen[item_id].setdefault(annotator_id, {}).setdefault(key, set())
         if category_id is not None:
             ids.add(category_id)
-    answers: dict[int, dict[str, dict[str, list[str]]]] = defaultdict(dict)
+        version_ids[(item_id, annotator_id)] = version_id
+    answers = _Answers(labels={}, versions={})
     names = shape.annotator_names
-    for (item_id, key, annotator_id), ids in chosen.items():
-        answers[item_id].setdefault(key, {})[names[annotator_id]] = (
-            categories.keys(frozenset(ids)) if ids else []
-        )
+    for item_id, by_annotator in chosen.items():
+        labels: dict[str, dict[str, list[str] | str]] = {}
+        versions: dict[str, str | None] = {}
+        for annotator_id, by_key in by_annotator.items():
+            name = names[annotator_id]
+            own = {
+                key: categories.keys(frozenset(ids)) if ids else [] for key, ids in by_key.items()
+            }
+            ruled_out = dimensions_not_applicable(conditional, own) if conditional else set()
+            for key, keys in own.items():
+                labels.setdefault(key, {})[name] = NOT_APPLICABLE if key in ruled_out else keys
+            for key in ruled_out - own.keys():
+                labels.setdefault(key, {})[name] = NOT_APPLICABLE
+            versions[name] = version_labels.get(version_ids[(item_id, annotator_id)])
+        answers.labels[item_id] = labels
+        answers.versions[item_id] = versions
     return answers

@@ -8,16 +8,24 @@ dicts), and the two tabular formats flatten it into the columns of `dataset_colu
   ``author``, ``created_at``, ``closed_at``, ``updated_at``, ``github_labels``,
   ``linked_fixes``, ``fix_size.files_changed`` / ``.additions`` / ``.deletions``, ``study``,
   ``round.name``, ``round.kind``, ``item_status``, ``annotators_needed``;
-* per dimension ``<dim>.gold``, ``<dim>.gold_parent``, ``<dim>.method`` and, with raw labels,
-  ``<dim>.raw.<annotator>`` for every annotator of the study (known before the first row);
+* per dimension ``<dim>.gold``, ``<dim>.gold_parent``, ``<dim>.method`` (Parquet: and
+  ``<dim>.applies``) and, with raw labels, ``<dim>.raw.<annotator>`` for every annotator of the
+  study (known before the first row; Parquet: and ``<dim>.applies.<annotator>``), then
+  ``raw_codebook_version.<annotator>``;
 * ``codebook.name``, ``codebook.version``, ``codebook.hash``, ``sampling``, ``study_settings``.
 
-A label set (gold or raw) has two empty forms that mean different things and both matter to
-agreement: *no label set* (the item is not resolved on that dimension, or that annotator did not
-answer it) and *none applies* (an empty answer, which is a rating). Parquet says null and [];
-CSV says an empty cell and ``(none)``. Other lists in CSV are joined by ";" (a list with an item
-that holds ";" is written as a JSON array instead, so nothing is lost); the fixes, the sampling
-rule and the study's settings are JSON text.
+A label set (gold or raw) has three forms besides its categories that mean different things:
+*no label set* (the item is not resolved on that dimension, or that annotator did not answer
+it), *none applies* (an empty answer, which is a rating) and *does not apply* (the codebook's
+`applies_when` rules the dimension out given the other dimensions' labels: root cause for an
+issue screened out, in the gold labels or in that annotator's own answers). JSONL says absent or
+a null method, [] and ``"not_applicable"`` (NOT_APPLICABLE in place of the list); CSV an empty
+cell, ``(none)`` and ``not_applicable``; Parquet, whose lists cannot hold a marker, null, [] and
+null with the boolean column ``<dim>.applies`` (gold) or ``<dim>.applies.<annotator>`` (raw)
+false. A CSV label set that is the one category keyed ``not_applicable`` is written as the JSON
+array ``["not_applicable"]``, so that it is never read as the marker. Other lists in CSV are
+joined by ";" (a list with an item that holds ";" is written as a JSON array instead, so nothing
+is lost); the fixes, the sampling rule and the study's settings are JSON text.
 """
 
 import csv
@@ -40,6 +48,13 @@ CONTENT_TYPES = {
     "parquet": "application/vnd.apache.parquet",
 }
 NONE_APPLIES = "(none)"  # a CSV cell for an empty label set, as opposed to no label set at all
+# A label set of a dimension that does not apply (JSONL in place of the list; a CSV cell). It
+# is a valid category key, hence the CSV's JSON array for a category of that key.
+NOT_APPLICABLE = "not_applicable"
+_MARKER_AS_CATEGORY = [NOT_APPLICABLE]
+_MARKER_AS_CATEGORY_CELL = orjson.dumps(_MARKER_AS_CATEGORY).decode()
+# The row's key (and the columns' head) of the codebook version each annotator submitted under.
+RAW_VERSION = "raw_codebook_version"
 LIST_SEPARATOR = ";"
 # Rows per Parquet row group: the writer holds one group's columns at a time.
 PARQUET_BATCH_ROWS = 2_000
@@ -60,7 +75,7 @@ class DatasetFileError(ValueError):
 @dataclass(frozen=True)
 class Column:
     name: str
-    # text, int, time, list (of strings), labels (a label set), json, fixes
+    # text, int, time, list (of strings), labels (a label set), bool, json, fixes
     kind: str
 
 
@@ -82,6 +97,7 @@ def _parquet_types() -> dict[str, "pa.DataType"]:
         "time": pa.timestamp("us", tz="UTC"),
         "list": pa.list_(pa.string()),
         "labels": pa.list_(pa.string()),
+        "bool": pa.bool_(),
         "json": pa.string(),
         "fixes": pa.list_(
             pa.struct(
@@ -115,8 +131,12 @@ _STUDY_COLUMNS = [
 ]  # fmt: skip
 
 
-def dataset_columns(*, dimensions: Sequence[str], annotators: Sequence[str] | None) -> list[Column]:
-    """The tabular formats' columns, in order; `annotators` None: without raw labels."""
+def dataset_columns(
+    *, dimensions: Sequence[str], annotators: Sequence[str] | None, applies: bool = False
+) -> list[Column]:
+    """The tabular formats' columns, in order; `annotators` None: without raw labels. `applies`
+    adds the boolean columns that say whether a dimension applies, for a format whose label
+    columns cannot hold the NOT_APPLICABLE marker (Parquet)."""
     columns = list(_ISSUE_COLUMNS)
     for dimension in dimensions:
         columns += [
@@ -124,12 +144,21 @@ def dataset_columns(*, dimensions: Sequence[str], annotators: Sequence[str] | No
             Column(f"{dimension}.gold_parent", "labels"),
             Column(f"{dimension}.method", "text"),
         ]
+        if applies:
+            columns.append(Column(f"{dimension}.applies", "bool"))
     if annotators is not None:
         columns += [
             Column(f"{dimension}.raw.{annotator}", "labels")
             for dimension in dimensions
             for annotator in annotators
         ]
+        if applies:
+            columns += [
+                Column(f"{dimension}.applies.{annotator}", "bool")
+                for dimension in dimensions
+                for annotator in annotators
+            ]
+        columns += [Column(f"{RAW_VERSION}.{annotator}", "text") for annotator in annotators]
     return columns + _STUDY_COLUMNS
 
 
@@ -154,15 +183,30 @@ def column_values(column: Column, rows: Sequence[dict[str, Any]]) -> list[Any]:
     time of writing CSV and Parquet."""
     name = column.name
     head, _, rest = name.partition(".")
+    if head == RAW_VERSION:  # before the dimensions' columns: an annotator may be named "gold"
+        return [(r.get(RAW_VERSION) or _EMPTY).get(rest) for r in rows]
     if rest in ("gold", "gold_parent"):
-        # No method: no resolution, hence no label set (an empty one reads "none applies").
+        # No method: no resolution, hence no label set (an empty one reads "none applies"),
+        # unless the dimension does not apply (the marker, which the encoders write).
         return [
             entry.get(rest, []) if (entry := (r.get("labels") or _EMPTY).get(head) or _EMPTY)
-            and entry.get("method") else None
+            and (entry.get("method") or entry.get(rest) == NOT_APPLICABLE) else None
             for r in rows
         ]  # fmt: skip
     if rest == "method":
         return [((r.get("labels") or _EMPTY).get(head) or _EMPTY).get("method") for r in rows]
+    if rest == "applies":
+        return [
+            ((r.get("labels") or _EMPTY).get(head) or _EMPTY).get("gold") != NOT_APPLICABLE
+            for r in rows
+        ]
+    if rest.startswith("applies."):
+        annotator = rest.removeprefix("applies.")
+        return [
+            None if (keys := ((r.get("raw") or _EMPTY).get(head) or _EMPTY).get(annotator)) is None
+            else keys != NOT_APPLICABLE
+            for r in rows
+        ]  # fmt: skip
     if rest.startswith("raw."):
         annotator = rest.removeprefix("raw.")
         return [((r.get("raw") or _EMPTY).get(head) or _EMPTY).get(annotator) for r in rows]
@@ -175,16 +219,26 @@ def column_values(column: Column, rows: Sequence[dict[str, Any]]) -> list[Any]:
 
 def row_nest(flat: dict[str, Any]) -> dict[str, Any]:
     """The row (JSONL shape) of a flat one, the dimensions and annotators read off the column
-    names. Values are taken as they are; the restore checks them."""
+    names. Values are taken as they are; the restore checks them. An `applies` column that is
+    false becomes the NOT_APPLICABLE marker of its label set; DatasetFileError when that label
+    set names categories all the same."""
     row: dict[str, Any] = {}
     labels: dict[str, dict[str, Any]] = {}
     raw: dict[str, dict[str, Any]] = {}
+    versions: dict[str, Any] = {}
     fix_size: dict[str, Any] = {}
-    has_raw = False
+    ruled_out: list[tuple[str, str | None]] = []  # (dimension, annotator or None for the gold)
+    has_raw = has_versions = False
     for name, value in flat.items():
         head, dot, rest = name.partition(".")
         if not dot:
             row[name] = value
+        elif head == RAW_VERSION:
+            has_versions = True
+            versions[rest] = value
+        elif rest == "applies" or rest.startswith("applies."):
+            if value is False:
+                ruled_out.append((head, rest.removeprefix("applies").removeprefix(".") or None))
         elif rest in ("gold", "gold_parent", "method"):
             labels.setdefault(head, {})[rest] = value
         elif rest.startswith("raw."):
@@ -198,12 +252,37 @@ def row_nest(flat: dict[str, Any]) -> dict[str, Any]:
             fix_size[rest] = value
         else:
             row[name] = value
+    for head, annotator in ruled_out:
+        if annotator is None:
+            gold = labels.setdefault(head, {})
+            if gold.get("gold") not in (None, NOT_APPLICABLE) or gold.get("method"):
+                raise DatasetFileError(
+                    f"{head}.gold: names a gold label, yet {head}.applies is false"
+                )
+            gold.update(gold=NOT_APPLICABLE, gold_parent=NOT_APPLICABLE, method=None)
+        else:
+            answers = raw.setdefault(head, {})
+            if answers.get(annotator) not in (None, NOT_APPLICABLE):
+                raise DatasetFileError(
+                    f"{head}.raw.{annotator}: names categories, yet {head}.applies.{annotator} "
+                    "is false"
+                )
+            answers[annotator] = NOT_APPLICABLE
     for gold in labels.values():
         gold["gold"] = gold.get("gold") or []
         gold["gold_parent"] = gold.get("gold_parent") or []
     row["labels"] = labels
     if has_raw:
         row["raw"] = raw
+    if has_versions:
+        # A null cell is no version: absent, unless the annotator has labels in the row (then
+        # null, as in JSONL: labels whose version is not known).
+        answered = {annotator for answers in raw.values() for annotator in answers}
+        row[RAW_VERSION] = {
+            annotator: version
+            for annotator, version in versions.items()
+            if version is not None or annotator in answered
+        }
     row["fix_size"] = None if all(v is None for v in fix_size.values()) else fix_size
     return row
 
@@ -307,7 +386,7 @@ def parquet_write(
     kilobytes a row) while a row group gathers in Arrow's compact form. Returns the number of
     rows."""
     pa, pq = _pyarrow()
-    columns = dataset_columns(dimensions=dimensions, annotators=annotators)
+    columns = dataset_columns(dimensions=dimensions, annotators=annotators, applies=True)
     schema = parquet_schema(columns, metadata=metadata)
     encoders = [_PARQUET_ENCODERS.get(column.kind) for column in columns]
     count = 0
@@ -345,6 +424,19 @@ def _csv_list(values: Sequence[str] | None) -> str:
     return LIST_SEPARATOR.join(values)
 
 
+def _csv_label_sets(values: list[list[str] | str | None]) -> list[str]:
+    """The cells of a column of label sets: empty (no label set), NONE_APPLIES (an empty one),
+    the NOT_APPLICABLE marker as it is (the only string where a label set is), else the keys."""
+    return [
+        "" if v is None
+        else NONE_APPLIES if not v
+        else v if isinstance(v, str)
+        else _MARKER_AS_CATEGORY_CELL if v == _MARKER_AS_CATEGORY
+        else LIST_SEPARATOR.join(v)
+        for v in values
+    ]  # fmt: skip
+
+
 def _shared(encode: Callable[[Any], Any]) -> Callable[[list[Any]], list[Any]]:
     """A column encoder that encodes a value once when consecutive rows share it (the
     codebook, sampling and settings are one object in every row)."""
@@ -371,13 +463,14 @@ _CSV_ENCODERS: dict[str, Callable[[list[Any]], list[str]]] = {
     "int": lambda values: ["" if v is None else str(v) for v in values],
     "time": lambda values: [_csv_time(v) for v in values],
     "list": lambda values: [_csv_list(v) for v in values],
-    "labels": lambda values: [
-        "" if v is None else LIST_SEPARATOR.join(v) if v else NONE_APPLIES for v in values
-    ],
+    "labels": _csv_label_sets,
+    "bool": lambda values: ["" if v is None else "true" if v else "false" for v in values],
     "json": _shared(lambda value: "" if value is None else _json_text(value)),
     "fixes": lambda values: [_json_text(v) if v else "" for v in values],
 }
 _PARQUET_ENCODERS: dict[str, Callable[[list[Any]], list[Any]]] = {
+    # The marker cannot be a list<string>: null here, and the `applies` column says why.
+    "labels": lambda values: [None if isinstance(v, str) else v for v in values],
     "json": _shared(_json_text),
     "fixes": lambda values: [
         [{key: fix.get(key) for key in _FIX_FIELDS} for fix in fixes] for fixes in values
@@ -446,14 +539,16 @@ def csv_read(stream: IO[bytes]) -> Iterator[RowOrError]:
                 )
                 continue
             try:
-                flat = {
-                    name: decode(name, cell)
-                    for (name, decode), cell in zip(decoders, cells, strict=True)
-                }
+                row = row_nest(
+                    {
+                        name: decode(name, cell)
+                        for (name, decode), cell in zip(decoders, cells, strict=True)
+                    }
+                )
             except DatasetFileError as error:
                 yield line_number, error
                 continue
-            yield line_number, row_nest(flat)
+            yield line_number, row
     finally:
         text.detach()
 
@@ -474,20 +569,26 @@ def parquet_read(source: Any, *, batch_rows: int = PARQUET_BATCH_ROWS) -> Iterat
             for flat in batch.to_pylist():
                 number += 1
                 try:
-                    values = {name: _from_parquet(kinds[name], name, v) for name, v in flat.items()}
+                    row = row_nest(
+                        {name: _from_parquet(kinds[name], name, v) for name, v in flat.items()}
+                    )
                 except DatasetFileError as error:
                     yield number, error
                     continue
-                yield number, row_nest(values)
+                yield number, row
     except (pa.ArrowException, OSError) as error:
         yield number + 1, DatasetFileError(f"cannot read the Parquet file: {error}")
 
 
 def column_kind(name: str) -> str:
     """The kind of a column, by its name (`dataset_columns` names them)."""
-    rest = name.partition(".")[2]
+    head, _, rest = name.partition(".")
+    if head == RAW_VERSION:
+        return "text"
     if rest in ("gold", "gold_parent") or rest.startswith("raw."):
         return "labels"
+    if rest == "applies" or rest.startswith("applies."):
+        return "bool"
     if rest == "method":
         return "text"
     return _KINDS_BY_NAME.get(name, "text")
@@ -529,18 +630,34 @@ def _csv_list_cell(name: str, cell: str) -> list[Any]:
     return _json_cell(name, cell) if cell.startswith("[") else cell.split(LIST_SEPARATOR)
 
 
-def _csv_labels_cell(name: str, cell: str) -> list[str] | None:
+def _csv_labels_cell(name: str, cell: str) -> list[str] | str | None:
     if not cell:
         return None
-    return [] if cell == NONE_APPLIES else cell.split(LIST_SEPARATOR)
+    if cell == NONE_APPLIES:
+        return []
+    if cell == NOT_APPLICABLE:
+        return NOT_APPLICABLE
+    # No category key starts with "[": a JSON array (the marker's key as a category).
+    return _json_cell(name, cell) if cell.startswith("[") else cell.split(LIST_SEPARATOR)
 
 
+def _csv_bool_cell(name: str, cell: str) -> bool | None:
+    if cell not in _CSV_BOOLS:
+        raise DatasetFileError(f"{name}: true, false or empty, not {cell[:40]!r}")
+    return _CSV_BOOLS[cell]
+
+
+_CSV_BOOLS = {"true": True, "false": False, "": None}
 _CSV_DECODERS: dict[str, Callable[[str, str], Any]] = {
-    "text": lambda name, cell: (cell or None) if name.endswith(".method") else cell,
+    # An empty method or version is none; other text is kept as written, empty or not.
+    "text": lambda name, cell: (
+        (cell or None) if name.endswith(".method") or name.startswith(f"{RAW_VERSION}.") else cell
+    ),
     "int": _csv_int,
     "time": lambda name, cell: cell or None,
     "list": _csv_list_cell,
     "labels": _csv_labels_cell,
+    "bool": _csv_bool_cell,
     "json": lambda name, cell: _json_cell(name, cell) if cell else None,
     "fixes": lambda name, cell: _json_cell(name, cell) if cell else [],
 }

@@ -14,7 +14,15 @@ What a row restores, through the services that write these rows elsewhere:
 * the gold labels, with their method (a revision notes the restore; nobody is named as the
   decider, since the file does not say who was);
 * with raw labels, every annotator's submitted labels through `annotations_import`, which
-  creates missing annotators as inactive accounts and makes them annotators of the study.
+  creates missing annotators as inactive accounts and makes them annotators of the study, and
+  the codebook version each submitted under (`raw_codebook_version`; a version of the
+  codebook that the instance lacks is refused, a file without versions leaves them unknown).
+
+A dimension marked "not_applicable" (`exports.formats.NOT_APPLICABLE`) gets no gold label, and
+an annotator's answer on it is stored empty, as the labeling page clears it on submit; the
+marker is refused where the row's own labels make the dimension apply, since it would come
+back as "none applies". Files written before the marker say [] (and no method) there, and are
+read as they always were.
 
 The codebook version the rows name must be in the instance with the same content hash, or come
 from the codebook file given with the rows (its hash must match).
@@ -36,8 +44,11 @@ from common.services import model_update
 from corpus.models import Issue
 from corpus.records import IssueRecord, RecordError, issue_record_parse
 from corpus.services import issues_store
+from exports.dataset import dimensions_not_applicable
+from exports.formats import NOT_APPLICABLE, RAW_VERSION
 from labeling.annotation_import import AnnotationRow
 from labeling.models import (
+    Assignment,
     Membership,
     Resolution,
     ResolutionRevision,
@@ -103,6 +114,7 @@ class _Row:
     annotators_needed: int | None
     gold: dict[str, tuple[str, list[str]]]  # dimension key -> (method, category keys)
     raw: dict[str, dict[str, list[str]]]  # dimension key -> annotator -> category keys
+    versions: dict[str, int]  # annotator -> id of the codebook version they submitted under
 
     @property
     def reference(self) -> tuple[str, str, int]:
@@ -119,6 +131,7 @@ class _Target:
     dimensions: dict[str, Dimension]
     categories: dict[tuple[int, str], Category]
     rounds: dict[str, Round]
+    versions: dict[str, int]  # label -> id of the codebook's versions in this instance
     seen: dict[tuple[str, str, int], int] = field(default_factory=dict)  # issue -> its place
 
 
@@ -263,6 +276,11 @@ def _target_open(
             for category in Category.objects.filter(dimension__version=version)
         },
         rounds={round_.name: round_ for round_ in restored_rounds},
+        versions=dict(
+            CodebookVersion.objects.filter(codebook_id=version.codebook_id).values_list(
+                "label", "id"
+            )
+        ),
     )
 
 
@@ -415,6 +433,7 @@ def _row_parse(obj: dict[str, Any], place: int, target: _Target) -> _Row:
         annotators_needed=needed,
         gold=_gold(obj.get("labels"), target),
         raw=_raw(obj.get("raw"), target),
+        versions=_versions(obj.get(RAW_VERSION), target),
     )
 
 
@@ -484,11 +503,17 @@ def _gold(labels: Any, target: _Target) -> dict[str, tuple[str, list[str]]]:
     if not isinstance(labels, dict):
         raise _RowError("labels: must be an object of dimensions")
     gold: dict[str, tuple[str, list[str]]] = {}
+    marked: list[str] = []
     for key, entry in labels.items():
         dimension = _dimension(key, "labels", target)
         if not isinstance(entry, dict):
             raise _RowError(f"labels.{key}: must be an object with gold and method")
         method = entry.get("method")
+        if entry.get("gold") == NOT_APPLICABLE:
+            if method is not None:
+                raise _RowError(f"labels.{key}.method: must be null where gold is {NOT_APPLICABLE}")
+            marked.append(key)
+            continue
         keys = _category_keys(entry.get("gold") or [], f"labels.{key}.gold", dimension, target)
         if method is None:
             if keys:
@@ -500,6 +525,9 @@ def _gold(labels: Any, target: _Target) -> dict[str, tuple[str, list[str]]]:
                 f"not {method!r}"
             )
         gold[key] = (method, keys)
+    _check_ruled_out(
+        marked, {key: keys for key, (_, keys) in gold.items()}, "labels.{key}.gold", target
+    )
     return gold
 
 
@@ -509,6 +537,7 @@ def _raw(raw: Any, target: _Target) -> dict[str, dict[str, list[str]]]:
     if not isinstance(raw, dict):
         raise _RowError("raw: must be an object of dimensions")
     answers: dict[str, dict[str, list[str]]] = {}
+    marked: dict[str, list[str]] = {}  # annotator -> the dimensions marked for them
     for key, by_annotator in raw.items():
         dimension = _dimension(key, "raw", target)
         if not isinstance(by_annotator, dict):
@@ -519,10 +548,67 @@ def _raw(raw: Any, target: _Target) -> dict[str, dict[str, list[str]]]:
                     f"raw.{key}: {annotator[:160]!r} is not a username (1 to "
                     f"{USERNAME_MAX_LENGTH} letters, digits and @.+-_)"
                 )
+            if keys == NOT_APPLICABLE:
+                marked.setdefault(annotator, []).append(key)
+                answers.setdefault(key, {})[annotator] = []
+                continue
             answers.setdefault(key, {})[annotator] = _category_keys(
                 keys, f"raw.{key}.{annotator}", dimension, target
             )
+    for annotator, keys in marked.items():
+        own = {
+            key: by_annotator[annotator]
+            for key, by_annotator in answers.items()
+            if annotator in by_annotator and key not in keys
+        }
+        _check_ruled_out(keys, own, f"raw.{{key}}.{annotator}", target)
     return answers
+
+
+def _check_ruled_out(
+    marked: list[str], chosen: dict[str, list[str]], place: str, target: _Target
+) -> None:
+    """The dimensions marked NOT_APPLICABLE must be ruled out by the labels `chosen` on the
+    others (as the export decides it): a marker on a dimension that applies would be stored as
+    an empty answer and come back as "none applies". `place` has a {key} to fill in."""
+    if not marked:
+        return
+    ruled_out = dimensions_not_applicable(list(target.dimensions.values()), chosen)
+    for key in marked:
+        if key in ruled_out:
+            continue
+        conditions = target.dimensions[key].applies_when
+        given = "; ".join(
+            f"{other} {', '.join(chosen[other]) or 'none'}"
+            if other in chosen
+            else f"{other} unlabeled"
+            for other in conditions
+        )
+        reason = f"applies given {given}" if conditions else "applies to every item"
+        raise _RowError(f"{place.format(key=key)}: {NOT_APPLICABLE}, yet {key} {reason}")
+
+
+def _versions(versions: Any, target: _Target) -> dict[str, int]:
+    """annotator -> the id of the codebook version they submitted under; null: not known."""
+    if versions is None:
+        return {}
+    if not isinstance(versions, dict):
+        raise _RowError(f"{RAW_VERSION}: must be an object of annotators")
+    found: dict[str, int] = {}
+    for annotator, label in versions.items():
+        if label is None:
+            continue
+        place = f"{RAW_VERSION}.{annotator[:160]}"
+        if not isinstance(label, str):
+            raise _RowError(f"{place}: must be the label of a codebook version, or null")
+        version_id = target.versions.get(label)
+        if version_id is None:
+            raise _RowError(
+                f"{place}: {label[:100]} is not a version of {target.codebook['name']} in this "
+                "instance; load that version first (load_codebook)"
+            )
+        found[annotator] = version_id
+    return found
 
 
 def _is_username(name: str) -> bool:
@@ -611,6 +697,7 @@ def _batch_store(
             return
         report.annotations += imported.annotations_written
         report.users_created += imported.users_created
+        _versions_store(batch, item_ids)
     # The import brings each item's status up to date with its labels; the file says what it
     # was, which is what a backup keeps (an item resolved by hand stays so).
     by_status: dict[str, list[int]] = {}
@@ -619,6 +706,38 @@ def _batch_store(
             by_status.setdefault(row.status, []).append(item_ids[row.reference])
     for status, ids in by_status.items():
         StudyItem.objects.filter(id__in=ids).exclude(status=status).update(status=status)
+
+
+def _versions_store(batch: list[_Row], item_ids: dict[tuple[str, str, int], int]) -> None:
+    """Set on the restored assignments the codebook version each annotator submitted under,
+    which the annotation import does not know: two queries and one UPDATE a version."""
+    wanted = {
+        (item_ids[row.reference], annotator): version_id
+        for row in batch
+        for annotator, version_id in row.versions.items()
+    }
+    if not wanted:
+        return
+    user_ids = dict(
+        get_user_model()
+        .objects.filter(username__in={annotator for _, annotator in wanted})
+        .values_list("username", "id")
+    )
+    by_assignment = {
+        (item_id, user_ids[annotator]): version_id
+        for (item_id, annotator), version_id in wanted.items()
+        if annotator in user_ids  # no labels of theirs in the file: no assignment either
+    }
+    by_version: dict[int, list[int]] = {}
+    for assignment_id, item_id, annotator_id in Assignment.objects.filter(
+        item_id__in={item_id for item_id, _ in by_assignment},
+        annotator_id__in={annotator_id for _, annotator_id in by_assignment},
+    ).values_list("id", "item_id", "annotator_id"):
+        version_id = by_assignment.get((item_id, annotator_id))
+        if version_id is not None:
+            by_version.setdefault(version_id, []).append(assignment_id)
+    for version_id, assignment_ids in by_version.items():
+        Assignment.objects.filter(id__in=assignment_ids).update(codebook_version_id=version_id)
 
 
 def _issue_ids(

@@ -23,6 +23,7 @@ from exports.dataset import dataset_rows, dataset_shape
 from exports.formats import (
     FORMATS,
     NONE_APPLIES,
+    NOT_APPLICABLE,
     csv_read,
     csv_write,
     jsonl_read,
@@ -85,6 +86,10 @@ def test_each_row_carries_the_issue_its_gold_labels_and_how_they_were_decided(re
         "hash": resolved_study.codebook_version.content_hash,
     }
     assert first["sampling"] == resolved_study.sampling
+    # Item 7 was screened out: root cause does not apply to it, which is not "none applies".
+    assert rows[7]["labels"]["root_cause"] == {
+        "gold": NOT_APPLICABLE, "gold_parent": NOT_APPLICABLE, "method": None,
+    }  # fmt: skip
     methods = [row["labels"]["root_cause"]["method"] for row in rows]
     assert methods == [
         "consensus", "consensus", "consensus", "majority", "majority", "adjudicated",
@@ -117,16 +122,31 @@ def test_raw_labels_are_every_submitted_answer_and_nothing_else(resolved_study):
             annotation.assignment.annotator.username,
         )
         expected[key] = sorted(c.key for c in annotation.categories.all())
+    not_applicable = {
+        (row["issue"], dimension, annotator)
+        for row in rows
+        for dimension, answers in row["raw"].items()
+        for annotator, keys in answers.items()
+        if keys == NOT_APPLICABLE
+    }
+    # Only annotators who screened the item out, never on the screening itself.
+    assert {dimension for _, dimension, _ in not_applicable} == {
+        "symptom", "root_cause", "fix_pattern", "debugging_practice", "testing_practice",
+        "test_escape_reason", "training_stage", "parallel_feature",
+    }  # fmt: skip
 
     found = {
         (row["issue"], dimension, annotator): sorted(keys)
         for row in rows
         for dimension, answers in row["raw"].items()
         for annotator, keys in answers.items()
+        if keys != NOT_APPLICABLE
     }
-    assert found == expected
-    # An annotator who screened the item out answered "none" on the dimensions after it.
-    assert rows[8]["raw"]["root_cause"]["annotator1"] == []
+    # What the annotators submitted, less the dimensions that did not apply to their answers.
+    assert found == {key: keys for key, keys in expected.items() if key not in not_applicable}
+    # An annotator who screened the item out: the dimensions after it do not apply to them.
+    assert rows[8]["raw"]["root_cause"]["annotator1"] == NOT_APPLICABLE
+    assert rows[8]["raw"]["root_cause"]["annotator2"] == ["api_misuse"]
     # One of three submitted: only that one is in the row.
     assert rows[9]["raw"]["screening"] == {"annotator1": ["include"]}
 
@@ -221,8 +241,36 @@ def test_csv_cells_tell_no_label_set_from_none_applies(resolved_study):
     assert records[0]["parallel_feature.gold"] == "data_parallel;offloading"
     assert records[3]["parallel_feature.gold"] == NONE_APPLIES
     assert records[11]["parallel_feature.gold"] == "" and records[11]["root_cause.method"] == ""
-    assert records[8]["root_cause.raw.annotator1"] == NONE_APPLIES
+    assert records[8]["root_cause.raw.annotator1"] == NOT_APPLICABLE
+    assert records[7]["root_cause.gold"] == NOT_APPLICABLE
     assert records[9]["root_cause.raw.annotator2"] == ""
+
+
+@pytest.mark.parametrize("file_format", ["csv", "parquet"])
+def test_a_category_keyed_like_the_marker_stays_a_category(file_format):
+    dimensions, annotators = ["screening", "root_cause"], ["annotator-01", "annotator-02"]
+    rows = list(fake_rows(2, dimensions=dimensions, annotators=annotators))
+    rows[0]["labels"]["screening"] = {
+        "gold": [NOT_APPLICABLE], "gold_parent": [NOT_APPLICABLE], "method": "consensus",
+    }  # fmt: skip
+    rows[0]["labels"]["root_cause"] = {
+        "gold": NOT_APPLICABLE, "gold_parent": NOT_APPLICABLE, "method": None,
+    }  # fmt: skip
+    rows[0]["raw"] = {
+        "screening": {"annotator-01": [NOT_APPLICABLE], "annotator-02": ["include"]},
+        "root_cause": {"annotator-01": NOT_APPLICABLE, "annotator-02": ["a"]},
+    }
+    rows[0]["raw_codebook_version"] = {"annotator-01": "1", "annotator-02": None}
+    rows[1]["raw_codebook_version"] = {"annotator-01": "1", "annotator-02": "2"}
+    buffer = io.BytesIO()
+    if file_format == "csv":
+        csv_write(rows, buffer, dimensions=dimensions, annotators=annotators)
+    else:
+        parquet_write(rows, buffer, dimensions=dimensions, annotators=annotators, metadata={})
+
+    found = read_back(buffer.getvalue(), file_format)
+
+    assert found == orjson.loads(orjson.dumps(rows, option=orjson.OPT_UTC_Z))
 
 
 def test_fixes_their_summed_size_and_unsafe_urls(db, codebook_version, people):

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 
 from corpus.models import Issue, LinkedFix, Repository
 from exports.dataset import dataset_rows, dataset_shape
-from exports.formats import FORMATS, jsonl_read
+from exports.formats import FORMATS, NOT_APPLICABLE, jsonl_read
 from exports.restore import DatasetRestoreError, dataset_restore
 from labeling.agreement_report import study_agreement_report
 from labeling.models import (
@@ -225,6 +225,22 @@ BAD_ROWS = {
     "two categories on a single-label dimension": (
         breaking(lambda row: row["labels"]["root_cause"].update(gold=["api_misuse", "type_error"])),
         "line 3: labels.root_cause.gold: root_cause takes one category, not 2",
+    ),
+    "not applicable where the gold labels make it apply": (
+        breaking(
+            lambda row: row["labels"]["root_cause"].update(
+                gold=NOT_APPLICABLE, gold_parent=NOT_APPLICABLE, method=None
+            )
+        ),
+        "line 3: labels.root_cause.gold: not_applicable, yet root_cause applies given screening",
+    ),
+    "not applicable where the annotator's answers make it apply": (
+        breaking(lambda row: row["raw"]["root_cause"].update(annotator1=NOT_APPLICABLE)),
+        "line 3: raw.root_cause.annotator1: not_applicable, yet root_cause applies given screening",
+    ),
+    "a codebook version the instance lacks": (
+        breaking(lambda row: row["raw_codebook_version"].update(annotator1="9.9")),
+        "line 3: raw_codebook_version.annotator1: 9.9 is not a version of",
     ),
     "a fix URL that is not http": (
         breaking(
