@@ -17,6 +17,9 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 SECRET_KEY = env("SECRET_KEY", default="")
 DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[])
+# `manage.py demo` makes a superuser whose password the README prints: only the local and test
+# settings allow it, and any other settings module refuses it unless it says otherwise.
+DEMO_ALLOWED = False
 
 INSTALLED_APPS = [
     "django.contrib.admin",
