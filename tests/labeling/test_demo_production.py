@@ -2,6 +2,7 @@
 refuse it, with a clear error and before anything is written."""
 
 import os
+import secrets
 import sqlite3
 import subprocess
 import sys
@@ -17,7 +18,7 @@ def test_demo_is_refused_under_the_production_settings(tmp_path):
         env={
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "config.settings.production",
-            "SECRET_KEY": "a-real-secret-" + "q" * 40,
+            "SECRET_KEY": secrets.token_urlsafe(40),
             "ALLOWED_HOSTS": "example.org",
             "REDIS_URL": "redis://127.0.0.1:6379/0",
             "DATABASE_URL": f"sqlite:///{database}",

@@ -108,7 +108,7 @@ def test_behind_a_proxy_a_login_lockout_is_of_the_client_not_the_proxy(make_user
         for _ in range(settings.AXES_FAILURE_LIMIT):
             response = Client().post(
                 "/accounts/login/",
-                {"username": "target", "password": "wrong"},
+                {"username": "target", "password": PASSWORD[::-1]},
                 REMOTE_ADDR=PROXY,
                 HTTP_X_FORWARDED_FOR=ATTACKER,
             )
