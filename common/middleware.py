@@ -1,5 +1,7 @@
-"""Security headers, the login lockout page (see README.md, "Security") and the request log."""
+"""Security headers, the client address and the lockout page of logins (see README.md,
+"Security") and the request log."""
 
+import ipaddress
 import logging
 import re
 import time
@@ -99,6 +101,26 @@ def lockout_response(
     if cool_off:
         response["Retry-After"] = str(int(cool_off.total_seconds()))
     return response
+
+
+def client_address(request: HttpRequest) -> str | None:
+    """The client's address that login lockouts count by (AXES_CLIENT_IP_CALLABLE): the peer
+    (REMOTE_ADDR), or, with TRUSTED_PROXY_COUNT proxies in front, the entry of X-Forwarded-For
+    that the outermost proxy appended. DRF's throttles pick the same entry (NUM_PROXIES is that
+    count). An entry that is no address (a count above the real number of proxies) gives the
+    peer: axes stores the address in an address column."""
+    peer = request.META.get("REMOTE_ADDR")
+    count = settings.TRUSTED_PROXY_COUNT
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR")
+    if not count or not forwarded:
+        return peer
+    entries = forwarded.split(",")
+    entry = entries[-min(count, len(entries))].strip()
+    try:
+        ipaddress.ip_address(entry)
+    except ValueError:
+        return peer
+    return entry
 
 
 request_logger = logging.getLogger("issuecoder.request")

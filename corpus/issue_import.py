@@ -50,8 +50,12 @@ def _decode(text: str | bytes) -> tuple[Any, bool]:
     holds an escaped NUL."""
     try:
         decoded = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return json.loads(text), True
+    except orjson.JSONDecodeError as error:
+        try:
+            return json.loads(text), True
+        except RecursionError:
+            # Nested deeper than orjson's limit: the standard library recurses once a level.
+            raise error from None
     escaped_nul = b"\\u0000" if isinstance(text, bytes) else "\\u0000"
     return decoded, escaped_nul in text
 
@@ -62,6 +66,8 @@ def _cleaned(value: Any) -> Any:
         return json_clean(value)
     except JsonValueError as error:
         return RecordError(str(error))
+    except RecursionError:
+        return RecordError("nests lists and objects too deeply to be stored")
 
 
 def _prepend(first: bytes, stream: IO[bytes]) -> Iterable[bytes]:

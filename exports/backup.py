@@ -15,8 +15,9 @@ snapshot (a repeatable-read transaction whose snapshot pg_dump shares), so the m
 describes exactly what the dump holds even while people keep labeling. The folder is written
 under a hidden name and renamed when complete: a folder with the final name is a whole backup.
 
-A restore goes into an empty database only (unless forced), checks every file against the
-manifest first, and afterwards counts every table again against the manifest.
+A restore goes into an empty database only (unless forced), checks the manifest's shape and
+every file against it first (no name may lead out of the backup folder or out of MEDIA_ROOT),
+and afterwards counts every table again against the manifest.
 
 Credentials come from the database settings (DATABASE_URL) and reach pg_dump and pg_restore
 through their environment, never their command line; no password is ever printed.
@@ -26,6 +27,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -55,6 +57,8 @@ SQLITE_COPY = "database.sqlite3"
 MEDIA = "media"
 DATASETS = "datasets"
 TOOL_TIMEOUT_SECONDS = 6 * 60 * 60
+SHA256_PATTERN = re.compile(r"[0-9a-f]{64}")
+CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
 
 Log = Callable[[str], None]
 
@@ -220,9 +224,11 @@ def _media_copy(source: Path, target: Path) -> int:
 def backup_restore(*, source: Path, force: bool = False, log: Log = print) -> list[TableCheck]:
     """Restore the backup folder `source` into the database of the settings (which must be
     empty unless `force`) and its media files into MEDIA_ROOT, then count every table against
-    the manifest. Raises BackupError, having changed nothing, when the backup is damaged, the
-    database is of another kind or not empty, or a media file would be overwritten; raises it
-    too when the counts differ after the restore."""
+    the manifest. Raises BackupError, having changed nothing, when the manifest is not of the
+    shape the backup writes, a file name leads out of the backup or out of MEDIA_ROOT, the
+    backup is damaged, the database is of another kind or not empty, or a media file would be
+    overwritten or cannot be written; raises it too when the counts differ after the restore.
+    Everything is checked before the database is touched: a refusal never half-restores."""
     manifest = backup_manifest_read(source)
     vendor = _vendor()
     backup_vendor = manifest["database"]["vendor"]
@@ -232,7 +238,15 @@ def backup_restore(*, source: Path, force: bool = False, log: Log = print) -> li
             "one. Restore it into the same kind of database, or move the studies across with "
             f"import_dataset and the files under {DATASETS}/."
         )
-    damaged = _damaged_files(source, manifest["files"])
+    media_root = Path(settings.MEDIA_ROOT)
+    files, media_files, outside = _backup_paths(source, media_root, manifest["files"])
+    if outside:
+        raise BackupError(
+            f"The backup {source} names files that lead out of it or out of MEDIA_ROOT "
+            "(an absolute name, `..`, a control character or a symbolic link); nothing was "
+            f"restored: {', '.join(outside[:5])}"
+        )
+    damaged = _damaged_files(files, manifest["files"])
     if damaged:
         raise BackupError(
             f"The backup {source} is damaged; nothing was restored. Files missing or not as "
@@ -252,26 +266,28 @@ def backup_restore(*, source: Path, force: bool = False, log: Log = print) -> li
             f"{', '.join(sorted(existing)[:3])}); nothing was restored. Restore into an empty "
             f"database ({fresh}), or give --force to replace what the backup holds in this one."
         )
-    media_root = Path(settings.MEDIA_ROOT)
-    media_files = {
-        name: entry for name, entry in manifest["files"].items() if name.startswith(f"{MEDIA}/")
-    }
-    clashes = _media_clashes(media_root, media_files)
+    clashes = _media_clashes(media_files, manifest["files"])
     if clashes and not force:
         raise BackupError(
             f"MEDIA_ROOT holds other files under the names of the backup's: "
             f"{', '.join(clashes[:5])}; nothing was restored. Give --force to overwrite them."
         )
+    unwritable = _media_unwritable(media_files)
+    if unwritable:
+        raise BackupError(
+            f"These media files cannot be written into MEDIA_ROOT ({media_root}): "
+            f"{', '.join(unwritable[:5])}; nothing was restored."
+        )
     log(f"Restoring into {target}{' (forced: it was not empty)' if existing else ''}")
+    database_file = files[manifest["database"]["file"]]
     if vendor == "postgresql":
-        _postgres_restore(source / manifest["database"]["file"], clean=bool(existing))
+        _postgres_restore(database_file, clean=bool(existing))
     else:
-        _sqlite_restore(source / manifest["database"]["file"])
+        _sqlite_restore(database_file)
     log(f"database: restored from {manifest['database']['file']}")
-    for name in media_files:
-        destination = media_root / Path(name).relative_to(MEDIA)
+    for name, destination in media_files.items():
         destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source / name, destination)
+        shutil.copy2(files[name], destination)
     log(f"media: {len(media_files)} files into MEDIA_ROOT")
     return _verify(manifest, log=log)
 
@@ -284,12 +300,65 @@ def backup_manifest_read(folder: Path) -> dict[str, Any]:
         raise BackupError(f"{folder} is not a backup: it has no {MANIFEST}.") from error
     except (OSError, ValueError) as error:
         raise BackupError(f"Cannot read {path}: {error}") from error
+    if not isinstance(manifest, dict):
+        raise BackupError(f"{path} is not a backup manifest: it holds no JSON object.")
     if manifest.get("format") != MANIFEST_FORMAT:
         raise BackupError(
             f"{path} is of manifest format {manifest.get('format')!r}; this version of the "
             f"app reads format {MANIFEST_FORMAT}."
         )
+    problems = _manifest_problems(manifest)
+    if problems:
+        raise BackupError(
+            f"{path} is not a manifest as `backup` writes it; nothing was restored: "
+            f"{'; '.join(problems)}."
+        )
     return manifest
+
+
+def _manifest_problems(manifest: dict[str, Any]) -> list[str]:
+    """What keeps `manifest` from the shape `backup_create` writes, as far as a restore reads
+    it: a damaged or hand-made manifest is refused here, not by a KeyError halfway through."""
+
+    def mapping_of(key: str, value_type: type, description: str) -> list[str]:
+        value = manifest.get(key)
+        if not isinstance(value, dict) or not all(
+            isinstance(name, str) and type(item) is value_type for name, item in value.items()
+        ):
+            return [f"`{key}` must be an object of {description}"]
+        return []
+
+    problems = []
+    database = manifest.get("database")
+    if not (
+        isinstance(database, dict)
+        and isinstance(database.get("vendor"), str)
+        and isinstance(database.get("file"), str)
+    ):
+        problems.append('`database` must be an object with a "vendor" and a "file"')
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        problems.append("`files` must be an object of file names to their bytes and sha256")
+    else:
+        wrong = [
+            name
+            for name, entry in files.items()
+            if not (
+                isinstance(entry, dict)
+                and type(entry.get("bytes")) is int
+                and entry["bytes"] >= 0
+                and isinstance(entry.get("sha256"), str)
+                and SHA256_PATTERN.fullmatch(entry["sha256"])
+            )
+        ]
+        if wrong:
+            shown = ", ".join(repr(name) for name in wrong[:5])
+            problems.append(f"`files` entries without a size and a SHA-256: {shown}")
+        if not problems and database["file"] not in files:
+            problems.append(f"the database file {database['file']!r} is not among `files`")
+    problems += mapping_of("tables", int, "table names to row counts")
+    problems += mapping_of("migrations", str, "app labels to migration names")
+    return problems
 
 
 def _postgres_restore(dump: Path, *, clean: bool) -> None:
@@ -450,10 +519,46 @@ def _checksums(folder: Path) -> dict[str, dict[str, Any]]:
     }
 
 
-def _damaged_files(folder: Path, files: dict[str, dict[str, Any]]) -> list[str]:
+def _backup_paths(
+    source: Path, media_root: Path, files: dict[str, dict[str, Any]]
+) -> tuple[dict[str, Path], dict[str, Path], list[str]]:
+    """Where each file of the manifest is read (inside the backup folder) and each media file
+    written (inside MEDIA_ROOT), and the names of those that would lead out of their folder."""
+    paths: dict[str, Path] = {}
+    media: dict[str, Path] = {}
+    outside: list[str] = []
+    for name in files:
+        path = _inside(source, name)
+        is_media = name.startswith(f"{MEDIA}/")
+        destination = _inside(media_root, name.removeprefix(f"{MEDIA}/")) if is_media else None
+        if path is None or (is_media and destination is None):
+            outside.append(repr(name))
+            continue
+        paths[name] = path
+        if destination is not None:
+            media[name] = destination
+    return paths, media, outside
+
+
+def _inside(folder: Path, name: str) -> Path | None:
+    """The real path of the relative file name `name` under `folder`, or None when it could
+    lead anywhere else: an absolute name, an empty, `.` or `..` part, a control character
+    (NUL among them), or a symbolic link on the way that points out of the folder."""
+    parts = name.split("/")
+    if any(part in ("", ".", "..") for part in parts) or CONTROL_CHARACTER.search(name):
+        return None
+    try:
+        root = folder.resolve()
+        path = root.joinpath(*parts).resolve()
+    except (OSError, RuntimeError):  # a loop of symbolic links
+        return None
+    return path if path.is_relative_to(root) and path != root else None
+
+
+def _damaged_files(paths: dict[str, Path], files: dict[str, dict[str, Any]]) -> list[str]:
     damaged = []
-    for name, entry in files.items():
-        path = folder / name
+    for name, path in paths.items():
+        entry = files[name]
         if (
             not path.is_file()
             or path.stat().st_size != entry["bytes"]
@@ -463,13 +568,27 @@ def _damaged_files(folder: Path, files: dict[str, dict[str, Any]]) -> list[str]:
     return damaged
 
 
-def _media_clashes(media_root: Path, files: dict[str, dict[str, Any]]) -> list[str]:
+def _media_clashes(destinations: dict[str, Path], files: dict[str, dict[str, Any]]) -> list[str]:
     clashes = []
-    for name, entry in files.items():
-        path = media_root / Path(name).relative_to(MEDIA)
-        if path.exists() and (not path.is_file() or _sha256(path) != entry["sha256"]):
+    for name, path in destinations.items():
+        if path.exists() and (not path.is_file() or _sha256(path) != files[name]["sha256"]):
             clashes.append(name)
     return clashes
+
+
+def _media_unwritable(destinations: dict[str, Path]) -> list[str]:
+    """Media files whose copy would fail (a file where a folder is needed, a folder where the
+    file goes, no permission): found before the database is restored, not after."""
+    unwritable = []
+    for name, path in destinations.items():
+        if path.exists():
+            writable = path.is_file() and os.access(path, os.W_OK)
+        else:
+            existing = next(folder for folder in path.parents if folder.exists())
+            writable = existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)
+        if not writable:
+            unwritable.append(name)
+    return unwritable
 
 
 def _sha256(path: Path) -> str:

@@ -8,7 +8,8 @@ would store it whole) as on PostgreSQL (which would crash), not a difference bet
 A file is untrusted input, so its size and shape are bounded before anything is stored: at most
 MAX_FILE_BYTES, nested at most MAX_NESTING levels, categories at most CATEGORY_MAX_DEPTH levels
 deep, and no YAML aliases (a few hundred bytes of nested aliases expand to gigabytes: "billion
-laughs"). A codebook needs none of these.
+laughs"). A codebook needs none of these, nor any control character in its text (PostgreSQL
+stores no NUL); tabs and line breaks are text in descriptions and notes.
 """
 
 import hashlib
@@ -26,6 +27,22 @@ KEY_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_\-]*$")
 MAX_FILE_BYTES = 2 * 1024 * 1024  # the starter codebook is about 60 KB
 MAX_NESTING = 64  # lists and objects inside each other, the whole file
 CATEGORY_MAX_DEPTH = 20  # a category and its ancestors
+# PostgreSQL stores no NUL in text or JSON, and no codebook means any other control character;
+# tabs and line breaks belong in descriptions and notes, but never in a name, key or version.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+LINE_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
+# The fields of one line, by the kind of object holding them.
+ONE_LINE_FIELDS = {
+    "codebook": {"name", "version"},
+    "dimension": {"key", "name"},
+    "category": {"key", "name", "parent"},
+}
+# Lists whose items are objects of a kind, by (kind of their holder, field).
+NESTED_KINDS = {
+    ("codebook", "dimensions"): "dimension",
+    ("dimension", "categories"): "category",
+    ("category", "children"): "category",
+}
 
 TOP_FIELDS: dict[str, type | tuple[type, ...]] = {
     "name": str,
@@ -214,6 +231,42 @@ def _too_deep_place(data: Any) -> str | None:
     return None
 
 
+def _control_character_errors(data: Any) -> list[str]:
+    """A problem for each string of the file (names of fields too, metadata included) holding a
+    control character, with its place; no recursion."""
+    errors = []
+    stack: list[tuple[Any, str, str | None, bool]] = [(data, "codebook", "codebook", False)]
+    while stack:
+        value, place, kind, one_line = stack.pop()
+        if isinstance(value, str):
+            found = (LINE_CONTROL_CHARACTER if one_line else CONTROL_CHARACTER).search(value)
+            if found:
+                errors.append(f"{place}: holds the control character U+{ord(found[0]):04X}")
+        elif isinstance(value, dict):
+            for key, child in reversed(value.items()):
+                if isinstance(key, str) and LINE_CONTROL_CHARACTER.search(key):
+                    errors.append(f"{place}: the field name {key!r} holds a control character")
+                    continue
+                # Places as the other errors name them: codebook.name, dimensions[0].key.
+                child_place = (
+                    key if place == "codebook" and key == "dimensions" else f"{place}.{key}"
+                )
+                stack.append(
+                    (
+                        child,
+                        child_place,
+                        NESTED_KINDS.get((kind, key)),
+                        key in ONE_LINE_FIELDS.get(kind, ()),
+                    )
+                )
+        elif isinstance(value, list):
+            stack.extend(
+                (child, f"{place}[{index}]", kind, False)
+                for index, child in reversed(list(enumerate(value)))
+            )
+    return errors
+
+
 def _column_lengths() -> dict[str, int]:
     """The longest text each column takes (the models are the one source of these limits)."""
 
@@ -267,7 +320,7 @@ def codebook_parse(data: dict[str, Any]) -> CodebookSpec:
     if too_deep is not None:
         raise CodebookFileError([f"{too_deep}: nested deeper than {MAX_NESTING} levels"])
     lengths = _column_lengths()
-    errors: list[str] = []
+    errors = _control_character_errors(data)
     _check_types(data, TOP_FIELDS, "codebook", errors)
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():

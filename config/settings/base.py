@@ -5,6 +5,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 from common.log import logging_config
 
@@ -16,6 +17,9 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 SECRET_KEY = env("SECRET_KEY", default="")
 DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[])
+# `manage.py demo` makes a superuser whose password the README prints: only the local and test
+# settings allow it, and any other settings module refuses it unless it says otherwise.
+DEMO_ALLOWED = False
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -145,6 +149,15 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
+# The client address that the API throttles and the login lockouts count by (README.md,
+# "Security"): the peer, REMOTE_ADDR, unless this many reverse proxies stand in front, each
+# appending the address it saw to X-Forwarded-For; then the address the outermost one saw. A
+# client writes what it likes into that header, so without proxies it is never read. The
+# former name AXES_PROXY_COUNT is still read.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=env.int("AXES_PROXY_COUNT", default=0))
+if TRUSTED_PROXY_COUNT < 0:
+    raise ImproperlyConfigured("TRUSTED_PROXY_COUNT must be 0 (no proxy) or more.")
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
@@ -162,6 +175,8 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
+    # DRF's own reading of TRUSTED_PROXY_COUNT (its default, None, trusts the header outright).
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
     "DEFAULT_THROTTLE_CLASSES": [
         "rest_framework.throttling.UserRateThrottle",
         "rest_framework.throttling.AnonRateThrottle",
@@ -182,11 +197,9 @@ AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "common.middleware.lockout_response"
-# Behind a reverse proxy, the number of proxies that append to X-Forwarded-For; unset, the
-# client address is REMOTE_ADDR (never a header a client could forge).
-AXES_IPWARE_PROXY_COUNT = env.int("AXES_PROXY_COUNT", default=0) or None
-if AXES_IPWARE_PROXY_COUNT:
-    AXES_IPWARE_META_PRECEDENCE_ORDER = ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR")
+# The same client address as the API throttles (TRUSTED_PROXY_COUNT): axes' own proxy settings
+# need django-ipware, without which it would take REMOTE_ADDR, the proxy's, behind any proxy.
+AXES_CLIENT_IP_CALLABLE = "common.middleware.client_address"
 
 # Content-Security-Policy (django-csp): only our own scripts, styles, images and forms. Inline
 # style attributes stay allowed (style-src-attr): templates set a category's depth and progress

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from corpus.issue_import import issue_file_lines
 from corpus.models import Issue
@@ -32,6 +32,12 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options) -> None:
+        if not settings.DEMO_ALLOWED:
+            raise CommandError(
+                "demo creates a superuser with a published password and is refused under these "
+                f"settings ({settings.SETTINGS_MODULE}). Create accounts with createsuperuser; "
+                "run demo only on a local instance (config.settings.local)."
+            )
         call_command("migrate", interactive=False, verbosity=0)
         version, _ = codebook_load(
             data=codebook_file_read(Path(CODEBOOK_FILE).read_bytes()), publish=True
