@@ -85,6 +85,29 @@ def test_demo_then_a_sync_of_the_new_name_keeps_one_deepspeed(renamed_github, co
     assert systems == ["NVIDIA/Megatron-LM", "huggingface/transformers", "microsoft/DeepSpeed"]
 
 
+def test_without_ids_the_former_name_is_found_through_githubs_redirect(
+    renamed_github, make_source, sync, codebook_version
+):
+    import_lines(sample_lines(with_ids=False))
+    assert deepspeed_rows()[0].github_id is None
+
+    run = sync(make_source("deepspeedai/DeepSpeed"))
+
+    assert run.status == SyncRun.Status.DONE
+    assert run.counts.get("created", 0) == 0 and run.counts["unchanged"] == 15
+    assert Issue.objects.count() == 45
+    [deepspeed] = deepspeed_rows()
+    assert deepspeed.full_name == "microsoft/DeepSpeed" and deepspeed.github_id == DEEPSPEED_ID
+    assert deepspeed.renamed_to == "deepspeedai/DeepSpeed"
+    assert Source.objects.get().repository == deepspeed
+    # The redirect of the former name was asked once; the next sync asks nothing of it.
+    assert any(status == 301 for _, _, status in renamed_github.requests)
+    renamed_github.reset_log()
+    sync(Source.objects.get())
+    assert not any("/repos/microsoft/" in path for path in renamed_github.paths_requested())
+    assert len(systems_of_a_study_of_everything(codebook_version)) == 3
+
+
 def test_an_import_meets_a_synced_repository_by_its_id_and_keeps_the_old_name_as_alias(
     renamed_github, make_source, sync
 ):
@@ -151,6 +174,17 @@ def test_rows_already_doubled_are_merged_when_an_import_names_the_id(
     report = import_lines(sample_lines(only="microsoft/DeepSpeed"))
 
     assert report.errors == [] and report.unchanged == 15
+    assert_one_deepspeed_with_the_studys_issue_rows(study, items, comments)
+
+
+def test_rows_already_doubled_are_merged_by_the_next_sync(renamed_github, make_source, sync, study):
+    source = doubled_deepspeed(make_source)
+    items = dict(StudyItem.objects.filter(study=study).values_list("id", "issue_id"))
+    comments = IssueComment.objects.count()
+
+    run = sync(source)
+
+    assert run.status == SyncRun.Status.DONE, run.error
     assert_one_deepspeed_with_the_studys_issue_rows(study, items, comments)
 
 
