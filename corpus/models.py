@@ -4,11 +4,16 @@ Only `corpus.services` writes these rows; ingestion and import files hand it rec
 """
 
 from django.db import models
+from django.db.models.functions import Lower
 
 from common.models import TimestampedModel
 
 
 class Repository(TimestampedModel):
+    """A GitHub repository, under the name the corpus first met it by (references such as
+    "owner/name#number" keep working after a rename). GitHub's id says which repository it is:
+    the corpus holds one row per id (see `corpus.services.repository_note_upstream`)."""
+
     owner = models.CharField(max_length=100)
     name = models.CharField(max_length=100)
     github_id = models.BigIntegerField(null=True, blank=True, unique=True)
@@ -32,6 +37,31 @@ class Repository(TimestampedModel):
     @property
     def html_url(self) -> str:
         return f"https://github.com/{self.owner}/{self.name}"
+
+
+class RepositoryAlias(models.Model):
+    """Another name of a repository: one GitHub answered before a later rename, or one it was
+    met under in an import file or a source before GitHub said which repository that is.
+    Lookups by name find the repository under it (`corpus.selectors.repository_by_name`)."""
+
+    repository = models.ForeignKey(Repository, on_delete=models.CASCADE, related_name="aliases")
+    owner = models.CharField(max_length=100)
+    name = models.CharField(max_length=100)
+
+    class Meta:
+        ordering = ["repository", "owner", "name"]
+        verbose_name_plural = "repository aliases"
+        constraints = [
+            # GitHub's names ignore case: one name is an alias of one repository.
+            models.UniqueConstraint(Lower("owner"), Lower("name"), name="unique_repository_alias"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.full_name} (for {self.repository_id})"
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
 
 
 class Issue(models.Model):

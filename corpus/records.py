@@ -100,6 +100,9 @@ class IssueRecord:
     raw: dict[str, Any]
     comments: list[CommentRecord] = field(default_factory=list)
     linked_fixes: list[FixRecord] = field(default_factory=list)
+    # GitHub's id of the repository, when the object names it: the repository's identity
+    # whatever name the object gives (a name changes with a rename, the id never does).
+    repository_github_id: int | None = None
 
     @property
     def repository_key(self) -> tuple[str, str]:
@@ -110,13 +113,15 @@ def issue_record_parse(obj: Any, *, repository: tuple[str, str] | None = None) -
     """Validate one GitHub REST issue object and return its record, or raise RecordError.
 
     The object may carry the import file's extras: ``repository`` ("owner/name"),
-    ``comments_data`` (GitHub comment objects) and ``linked_fixes`` (see `fix_record_parse`).
-    The repository is `repository` when given, else the object's ``repository``, else the one
-    in its ``repository_url``.
+    ``repository_id`` (GitHub's id of the repository), ``comments_data`` (GitHub comment
+    objects) and ``linked_fixes`` (see `fix_record_parse`). The repository is `repository` when
+    given, else the object's ``repository``, else the one in its ``repository_url``; its id is
+    ``repository_id``, else the ``id`` of a ``repository`` given as the API's object.
     """
     if not isinstance(obj, dict):
         raise RecordError("expected a JSON object")
     owner, name = _repository(obj, repository)
+    repository_github_id = None if repository is not None else _repository_id(obj)
     number = _integer(obj.get("number"), "number", minimum=1, maximum=INTEGER_MAX)
     title = obj.get("title")
     if not isinstance(title, str):
@@ -152,6 +157,7 @@ def issue_record_parse(obj: Any, *, repository: tuple[str, str] | None = None) -
         },
         comments=comments,
         linked_fixes=_fixes(obj.get("linked_fixes")),
+        repository_github_id=repository_github_id,
     )
 
 
@@ -305,6 +311,13 @@ def _repository(obj: dict[str, Any], given: tuple[str, str] | None) -> tuple[str
         return repository_full_name_parse(full_name)
     except ValueError as error:
         raise RecordError(f"{place} {error}") from None
+
+
+def _repository_id(obj: dict[str, Any]) -> int | None:
+    place, value = "repository_id", obj.get("repository_id")
+    if value is None and isinstance(obj.get("repository"), dict):
+        place, value = "repository.id", obj["repository"].get("id")
+    return _integer(value, place, minimum=1, maximum=BIG_INTEGER_MAX, required=False)
 
 
 def _labels(labels: Any) -> list[str]:

@@ -158,3 +158,32 @@ def repository_names() -> list[str]:
         f"{owner}/{name}"
         for owner, name in Repository.objects.order_by("owner", "name").values_list("owner", "name")
     ]
+
+
+def repository_by_name(*, owner: str, name: str) -> Repository | None:
+    """The repository the corpus knows by that name, compared without regard to case (as GitHub
+    does): its own name, else the name GitHub gave it after a rename, else one of its aliases."""
+    return (
+        Repository.objects.filter(owner__iexact=owner, name__iexact=name).first()
+        or Repository.objects.filter(renamed_to__iexact=f"{owner}/{name}").first()
+        or Repository.objects.filter(aliases__owner__iexact=owner, aliases__name__iexact=name)
+        .distinct()
+        .first()
+    )
+
+
+def repositories_unidentified(
+    *, owners: Iterable[str], names: Iterable[str], excluding: int, limit: int
+) -> list[Repository]:
+    """Repositories other than `excluding` whose GitHub id is not known yet and that share an
+    owner or a name (without regard to case) with the given ones, oldest first, at most
+    `limit`: those a rename may have made the same repository as one GitHub just named."""
+    shared = Q()
+    for owner in set(owners):
+        shared |= Q(owner__iexact=owner)
+    for name in set(names):
+        shared |= Q(name__iexact=name)
+    if not shared:
+        return []
+    unidentified = Repository.objects.filter(shared, github_id__isnull=True).exclude(pk=excluding)
+    return list(unidentified.order_by("id")[:limit])

@@ -16,9 +16,10 @@ from django.utils import timezone
 from common.exceptions import ApplicationError
 from common.services import model_update
 from corpus.facets import issue_facets
-from corpus.models import Issue, IssueComment, LinkedFix, Repository
+from corpus.models import Issue, IssueComment, LinkedFix, Repository, RepositoryAlias
 from corpus.records import IssueRecord, RecordError, issue_record_parse
 from corpus.rendering import render_markdown
+from corpus.selectors import repository_by_name
 from corpus.signals import issues_changed_upstream
 
 logger = logging.getLogger(__name__)
@@ -28,6 +29,12 @@ ISSUE_FIELDS = [
     "github_id", "is_pull_request", "title", "body", "body_html", "state", "state_reason",
     "author", "labels", "created_at", "updated_at", "closed_at", "comments_count", "raw",
 ]  # fmt: skip
+
+
+class RepositoryConflict(ApplicationError):
+    """What is known of a repository contradicts itself (a name and an id that belong to two
+    repositories), or two rows of one repository cannot be made one without dropping an issue
+    that other rows use. The records naming it are refused; nothing is changed."""
 
 
 @dataclass
@@ -166,7 +173,7 @@ def _store_lines(
             [record for _, record in batch], repositories, report, replace_threads=replace_threads
         )
         return
-    except (DatabaseError, ValueError, TypeError, OverflowError) as error:
+    except (DatabaseError, ValueError, TypeError, OverflowError, RepositoryConflict) as error:
         # ValueError and friends: values the database adapters refuse before sending them.
         logger.warning(
             "a batch of %d issues was refused (%s); storing one by one", len(batch), error
@@ -174,6 +181,8 @@ def _store_lines(
     for line_number, record in batch:
         try:
             _store_committed([record], repositories, report, replace_threads=replace_threads)
+        except RepositoryConflict as error:
+            report.errors.append((line_number, error.message))
         except (DatabaseError, ValueError, TypeError, OverflowError) as error:
             message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             report.errors.append((line_number, f"the database refused this issue: {message}"))
@@ -210,9 +219,20 @@ def _merge(first: IssueRecord, second: IssueRecord) -> IssueRecord:
 def _repository_ids(
     records: list[IssueRecord], known: dict[tuple[str, str], int]
 ) -> dict[tuple[str, str], int]:
-    for key in {record.repository_key for record in records} - known.keys():
-        repository, _ = Repository.objects.get_or_create(owner=key[0], name=key[1])
-        known[key] = repository.id
+    """(owner, name) of the records -> the id of their repository's row (`repository_for_record`);
+    `known` keeps them across batches."""
+    github_ids: dict[tuple[str, str], int | None] = {}
+    for record in records:
+        if record.repository_key not in known and github_ids.get(record.repository_key) is None:
+            github_ids[record.repository_key] = record.repository_github_id
+    for (owner, name), github_id in github_ids.items():
+        repository, merged_away = _repository_for_record(
+            owner=owner, name=name, github_id=github_id
+        )
+        for key, repository_id in list(known.items()):
+            if repository_id == merged_away:
+                known[key] = repository.id
+        known[(owner, name)] = repository.id
     return known
 
 
@@ -474,41 +494,218 @@ def issue_texts_render(*, issue_ids: list[int] | None) -> int:
 
 
 def repository_for_name(*, owner: str, name: str) -> Repository:
-    """The corpus repository of that name, matched without regard to case (as GitHub does) and
-    also under the name it was renamed to; created when the corpus does not hold it yet."""
-    repository = Repository.objects.filter(owner__iexact=owner, name__iexact=name).first()
-    if repository is None:
-        repository = Repository.objects.filter(renamed_to__iexact=f"{owner}/{name}").first()
-    if repository is None:
-        repository = Repository.objects.create(owner=owner, name=name)
-    return repository
+    """The corpus repository of that name (`corpus.selectors.repository_by_name`: its own name,
+    its name after a rename, or an alias), created when the corpus does not hold it yet."""
+    return repository_by_name(owner=owner, name=name) or Repository.objects.create(
+        owner=owner, name=name
+    )
 
 
+def _repository_for_record(
+    *, owner: str, name: str, github_id: int | None
+) -> tuple[Repository, int | None]:
+    """The row of the repository a record names, and the id of a row merged into it on the way
+    (or None). GitHub's id, when the record gives it, decides: the row holding it is the
+    repository whatever the record calls it (a name the row lacks becomes its alias), and a
+    row of that name without an id is the same repository met earlier by name, which the two
+    rows become one. Raises RepositoryConflict when the corpus holds the name as another id.
+    """
+    named = repository_by_name(owner=owner, name=name)
+    if github_id is None:
+        return named or Repository.objects.create(owner=owner, name=name), None
+    identified = Repository.objects.filter(github_id=github_id).first()
+    if identified is None:
+        if named is None:
+            return Repository.objects.create(owner=owner, name=name, github_id=github_id), None
+        if named.github_id is not None:
+            raise RepositoryConflict(
+                f"{owner}/{name} is GitHub's repository {github_id} here, but the corpus holds "
+                f"{named.full_name} as GitHub's repository {named.github_id}."
+            )
+        named, _ = model_update(instance=named, fields=["github_id"], data={"github_id": github_id})
+        return named, None
+    if named is None:
+        _alias_add(repository=identified, full_name=f"{owner}/{name}")
+        return identified, None
+    if named.pk == identified.pk or named.github_id is not None:
+        # A name GitHub gave to another repository since (it has its own id): the id decides.
+        return identified, None
+    kept = repositories_merge(one=identified, other=named)
+    return kept, named.pk if kept.pk == identified.pk else identified.pk
+
+
+@transaction.atomic
 def repository_note_upstream(
     *, repository: Repository, github_id: int, full_name: str
 ) -> Repository:
-    """Record GitHub's id of the repository and, after a rename, its new name (`full_name` is
-    GitHub's OWNER/NAME now). The row keeps the name the corpus knows it by, so "owner/name#number"
-    references and study items stay valid; lookups use `renamed_to` from then on.
+    """Record what GitHub says `repository` is: its id and, after a rename, its new name
+    (`full_name` is GitHub's OWNER/NAME now). The row keeps the name the corpus knows it by, so
+    "owner/name#number" references and study items stay valid; lookups use `renamed_to` from
+    then on, and a name it had before stays an alias.
 
-    The id is the repository's identity: another row holding it, or a different id behind the
-    name, is an ApplicationError.
+    Returns the row of that GitHub repository: `repository`, unless another row holds the id
+    already. Then the two rows are one repository met under two names (a former name and the
+    new one) and are made one (`repositories_merge`). A different id behind a row that has one
+    is an ApplicationError (the name now belongs to another repository).
     """
-    data: dict = {}
-    if repository.github_id is None:
-        clash = Repository.objects.filter(github_id=github_id).exclude(pk=repository.pk).first()
-        if clash is not None:
-            raise ApplicationError(
-                f"{repository.full_name} is GitHub's {full_name}, which the corpus "
-                f"holds already as {clash.full_name}; add the source for {clash.full_name}."
-            )
-        data["github_id"] = github_id
-    elif repository.github_id != github_id:
+    if repository.github_id is not None and repository.github_id != github_id:
         raise ApplicationError(
             f"{repository.renamed_to or repository.full_name} is now a different GitHub "
             f"repository ({full_name}) than the one stored as {repository.full_name}."
         )
-    same_name = full_name.lower() == repository.full_name.lower()
-    data["renamed_to"] = "" if same_name else full_name
-    repository, _ = model_update(instance=repository, fields=["github_id", "renamed_to"], data=data)
+    holder = Repository.objects.filter(github_id=github_id).exclude(pk=repository.pk).first()
+    if holder is not None:
+        repository = repositories_merge(one=holder, other=repository)
+    elif repository.github_id is None:
+        repository, _ = model_update(
+            instance=repository, fields=["github_id"], data={"github_id": github_id}
+        )
+    former = repository.renamed_to
+    renamed_to = "" if full_name.lower() == repository.full_name.lower() else full_name
+    repository, _ = model_update(
+        instance=repository, fields=["renamed_to"], data={"renamed_to": renamed_to}
+    )
+    _alias_add(repository=repository, full_name=former)
     return repository
+
+
+@transaction.atomic
+def repositories_merge(*, one: Repository, other: Repository) -> Repository:
+    """Make two rows that are one GitHub repository (met under two names) one, and return it.
+
+    The older row stays: its name is the one the corpus has known longest, which references
+    ("owner/name#number") use. It takes over the other's GitHub id, its GitHub name (when the
+    other is the row GitHub identified), its names as aliases, its issues, and the rows of
+    other apps that point to it (an ingest source), whatever app they are in.
+
+    An issue both rows hold is one issue: one of its two rows stays, the one that other rows
+    use (a study's item) or else the older row's, with the newer text of the two and the
+    comments and fixes of both (the newer copy's fix wins on the same kind and ref). When other
+    rows use both copies, nothing is changed and RepositoryConflict says which issues.
+    """
+    rows = list(Repository.objects.select_for_update().filter(pk__in=[one.pk, other.pk]))
+    if len(rows) != 2:
+        raise RepositoryConflict(f"{one.full_name} or {other.full_name} is no longer stored.")
+    kept, gone = sorted(rows, key=lambda row: row.pk)
+    if None not in (kept.github_id, gone.github_id) and kept.github_id != gone.github_id:
+        raise RepositoryConflict(
+            f"{kept.full_name} and {gone.full_name} are two GitHub repositories "
+            f"({kept.github_id} and {gone.github_id})."
+        )
+    _issues_merge(kept=kept, gone=gone)
+    for relation in Repository._meta.related_objects:
+        if relation.related_model in (Issue, RepositoryAlias) or not relation.one_to_many:
+            continue
+        relation.related_model._base_manager.filter(**{relation.field.name: gone}).update(
+            **{relation.field.name: kept}
+        )
+    RepositoryAlias.objects.filter(repository=gone).update(repository=kept)
+    names = [gone.full_name, gone.renamed_to]
+    if gone.github_id is not None:
+        kept.github_id, github_name = gone.github_id, gone.renamed_to or gone.full_name
+        renamed_to = "" if github_name.lower() == kept.full_name.lower() else github_name
+        names.append(kept.renamed_to)
+        kept.renamed_to = renamed_to
+    gone.delete()  # frees its id and name for the row that stays
+    kept.save(update_fields=["github_id", "renamed_to", "updated_at"])
+    for full_name in names:
+        _alias_add(repository=kept, full_name=full_name)
+    logger.info("%s and %s are one repository: merged into %s", kept, gone, kept)
+    return kept
+
+
+def _issues_merge(*, kept: Repository, gone: Repository) -> None:
+    """Move the issues of `gone` to `kept`; an issue both hold keeps one row (see
+    `repositories_merge`)."""
+    gone_issues = {issue.number: issue for issue in Issue.objects.filter(repository=gone)}
+    kept_issues = {
+        issue.number: issue
+        for issue in Issue.objects.filter(repository=kept, number__in=list(gone_issues))
+    }
+    pairs = [(kept_issues[number], gone_issues[number]) for number in sorted(kept_issues)]
+    in_use, users = _issues_in_use([issue.pk for pair in pairs for issue in pair])
+    both_used = [first.number for first, second in pairs if {first.pk, second.pk} <= in_use]
+    if both_used:
+        shown = ", ".join(f"#{number}" for number in both_used[:10])
+        more = f" and {len(both_used) - 10} more" if len(both_used) > 10 else ""
+        raise RepositoryConflict(
+            f"{gone.full_name} is {kept.full_name} under another name, but both copies of "
+            f"issues {shown}{more} are in use ({', '.join(sorted(users))}); the two are kept "
+            "apart until one copy of each of these issues is no longer used."
+        )
+    staying: list[Issue] = []
+    leaving: list[int] = []
+    changed: list[int] = []
+    for kept_copy, gone_copy in pairs:
+        stay, leave = (gone_copy, kept_copy) if gone_copy.pk in in_use else (kept_copy, gone_copy)
+        newer = leave.updated_at > stay.updated_at
+        _thread_move(from_issue=leave, to_issue=stay, newer=newer)
+        if newer:
+            for name in ISSUE_FIELDS:
+                setattr(stay, name, getattr(leave, name))
+            changed.append(stay.pk)
+        # Rendered again: the facets read the whole thread, which may have grown.
+        stay.body_html, stay.facets = "", {}
+        staying.append(stay)
+        leaving.append(leave.pk)
+    Issue.objects.filter(pk__in=leaving).delete()
+    Issue.objects.bulk_update(staying, [*ISSUE_FIELDS, "facets"], batch_size=BATCH_SIZE)
+    Issue.objects.filter(repository=gone).update(repository=kept)
+    if changed:
+        issues_changed_upstream.send(sender=Issue, issue_ids=changed)
+    if staying:
+        staying_ids = [issue.pk for issue in staying]
+        transaction.on_commit(lambda: issue_texts_render(issue_ids=staying_ids))
+
+
+def _issues_in_use(issue_ids: list[int]) -> tuple[set[int], set[str]]:
+    """Those of the issues that rows other than their comments and fixes point to (a study's
+    items), and what those rows are called."""
+    used: set[int] = set()
+    users: set[str] = set()
+    for relation in Issue._meta.related_objects:
+        if relation.related_model in (IssueComment, LinkedFix) or not relation.one_to_many:
+            continue
+        found = set(
+            relation.related_model._base_manager.filter(
+                **{f"{relation.field.name}__in": issue_ids}
+            ).values_list(relation.field.attname, flat=True)
+        )
+        if found:
+            used |= found
+            users.add(str(relation.related_model._meta.verbose_name_plural))
+    return used, users
+
+
+def _thread_move(*, from_issue: Issue, to_issue: Issue, newer: bool) -> None:
+    """Give `to_issue` the comments and fixes of `from_issue` (the copy about to go)."""
+    IssueComment.objects.filter(issue=from_issue).update(issue=to_issue)
+    existing = {
+        (kind, ref): fix_id
+        for fix_id, kind, ref in LinkedFix.objects.filter(issue=to_issue).values_list(
+            "id", "kind", "ref"
+        )
+    }
+    for fix_id, kind, ref in LinkedFix.objects.filter(issue=from_issue).values_list(
+        "id", "kind", "ref"
+    ):
+        if (kind, ref) in existing and not newer:
+            continue  # deleted with its issue
+        if (kind, ref) in existing:
+            LinkedFix.objects.filter(id=existing[(kind, ref)]).delete()
+        LinkedFix.objects.filter(id=fix_id).update(issue=to_issue)
+
+
+def _alias_add(*, repository: Repository, full_name: str) -> None:
+    """Record `full_name` ("owner/name") as another name of the repository, unless it is one of
+    its names already. The name stops being another repository's alias (GitHub gives a freed
+    name to whoever takes it)."""
+    names = {repository.full_name.lower(), repository.renamed_to.lower()}
+    if not full_name or full_name.lower() in names:
+        return
+    owner, name = full_name.split("/", 1)
+    RepositoryAlias.objects.filter(owner__iexact=owner, name__iexact=name).exclude(
+        repository=repository
+    ).delete()
+    if not repository.aliases.filter(owner__iexact=owner, name__iexact=name).exists():
+        RepositoryAlias.objects.create(repository=repository, owner=owner, name=name)

@@ -37,7 +37,7 @@ from django.utils import timezone
 from common.exceptions import ApplicationError
 from corpus.models import Repository
 from corpus.records import CommentRecord, FixRecord, IssueRecord
-from corpus.selectors import issues_updated_at
+from corpus.selectors import issues_updated_at, repositories_unidentified
 from corpus.services import (
     issue_texts_render,
     issues_remove_gone,
@@ -58,6 +58,9 @@ from ingest.runs import lease_duration, sync_run_claim, sync_run_fail
 from ingest.sources import source_issues
 
 logger = logging.getLogger(__name__)
+
+# Rows without a GitHub id that a sync asks GitHub about, at most (see _Sync._note_repository).
+NAME_PROBES = 10
 
 
 @dataclass(frozen=True)
@@ -420,11 +423,45 @@ class _Sync:
 
     def _note_repository(self, remote: RepositoryData) -> None:
         """Record GitHub's id of the repository and its new name after a rename; lookups use
-        GitHub's name from then on."""
+        GitHub's name from then on.
+
+        The corpus may hold this repository under a former name already, without its id (the
+        bundled sample, an import file): a source added under the new name would otherwise
+        store every issue a second time. So rows without an id that share an owner or a name
+        with it are first identified by GitHub (a former name answers with a redirect to the
+        id), and one that is this repository becomes one row with the source's.
+        """
+        self._identify_similar_rows(remote)
+        # The source follows the row that stays when its own was merged into another.
+        current = Repository.objects.get(sources=self.source.pk)
         self.repository = repository_note_upstream(
-            repository=self.repository, github_id=remote.github_id, full_name=remote.full_name
+            repository=current, github_id=remote.github_id, full_name=remote.full_name
         )
+        self.source.repository = self.repository
         self.owner, self.name = remote.owner, remote.name
+
+    def _identify_similar_rows(self, remote: RepositoryData) -> None:
+        """Ask GitHub which repository each row without an id that shares an owner or a name
+        with this one is, and record it: one request per row, until it has its id (a row
+        GitHub does not know is asked again at the next sync)."""
+        candidates = repositories_unidentified(
+            owners=[remote.owner, self.repository.owner],
+            names=[remote.name, self.repository.name],
+            excluding=self.repository.pk,
+            limit=NAME_PROBES,
+        )
+        for candidate in candidates:
+            try:
+                found = self.client.repository(candidate.owner, candidate.name)
+            except NotFound:
+                continue
+            try:
+                repository_note_upstream(
+                    repository=candidate, github_id=found.github_id, full_name=found.full_name
+                )
+            except ApplicationError as error:
+                # The rows stay apart, as before; the sync goes on with the source's own row.
+                logger.warning("%s is %s on GitHub: %s", candidate, found.full_name, error)
 
     def _mark_reconciled(self) -> None:
         self.source.reconciled_at = timezone.now()

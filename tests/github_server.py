@@ -633,10 +633,11 @@ class FakeGitHub:
         """Load issues in the project's import format and return how many were loaded.
 
         Each line is a GitHub REST issue plus ``"repository": "owner/name"``,
-        ``"comments_data"`` (comment objects) and ``"linked_fixes"``
-        (``{"kind": "pr"|"commit", "ref": ..., "url": ...}``). Repositories are created as
-        needed; each linked fix becomes the pull or commit and the timeline events a sync reads
-        (see :meth:`add_linked_fix`). When an issue has both, the commit is the pull's merge.
+        ``"repository_id"`` (optional), ``"comments_data"`` (comment objects) and
+        ``"linked_fixes"`` (``{"kind": "pr"|"commit", "ref": ..., "url": ...}``). Repositories
+        are created as needed, with the line's repository id when it has one; each linked fix
+        becomes the pull or commit and the timeline events a sync reads (see
+        :meth:`add_linked_fix`). When an issue has both, the commit is the pull's merge.
         """
         loaded = 0
         for line in Path(path).read_text(encoding="utf-8").splitlines():
@@ -644,10 +645,11 @@ class FakeGitHub:
                 continue
             record = json.loads(line)
             owner, name = record.pop("repository").split("/", 1)
+            repository_id = record.pop("repository_id", None)
             comments = record.pop("comments_data", None) or []
             fixes = record.pop("linked_fixes", None) or []
             if not self.has_repository(owner, name):
-                self.add_repository(owner, name)
+                self.add_repository(owner, name, github_id=repository_id)
             self.add_issue(owner, name, record, comments=comments)
             commit_shas = [fix["ref"] for fix in fixes if fix["kind"] == "commit"]
             for fix in fixes:
