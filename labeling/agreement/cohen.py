@@ -12,8 +12,6 @@ import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.exceptions import UndefinedMetricWarning
-from sklearn.metrics import cohen_kappa_score
 
 from labeling.agreement.numbers import Z_95, finite_or_none
 
@@ -39,6 +37,11 @@ def cohen_kappa(
     the ordinal scale; categories listed but unused still count as steps on that scale.
     ``sample_weight`` counts each position that many times.
     """
+    # Imported on first use: scikit-learn takes about 2 s to import, and every process that loads
+    # the URLconf (runserver's start, each management command's checks) would pay it.
+    from sklearn.exceptions import UndefinedMetricWarning
+    from sklearn.metrics import cohen_kappa_score
+
     check_weights(weights)
     first, second = np.asarray(labels_a), np.asarray(labels_b)
     if first.shape != second.shape:
