@@ -330,3 +330,52 @@ def test_a_held_submit_still_meets_a_real_conflict(study, new_page, live_server)
     expect(first.get_by_text("changed in another tab").first).to_be_visible()
     assert Assignment.objects.get(annotator__username="annotator1", status="draft")
     assert chosen("annotator1") == {"screening": ["duplicate"]}
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and b["y"] < a["y"] + a["height"]
+    )
+
+
+def _hidden_choices(page, definition) -> list[str]:
+    """The category choices of the page (their labels) that the shown definition covers."""
+    box = definition.bounding_box()
+    assert box, "the definition is shown"
+    labels = page.locator("li.category:not([hidden]) > label")
+    return [
+        labels.nth(index).inner_text()
+        for index in range(labels.count())
+        if (other := labels.nth(index).bounding_box()) and _overlap(box, other)
+    ]
+
+
+@pytest.mark.parametrize("width", [1280, 360])
+def test_a_definition_shows_without_hiding_the_other_categories(
+    study, new_page, live_server, width
+):
+    """The definition of the focused category (the keyboard's) and, in a window wide enough,
+    of the hovered one shows where it covers no other choice; it stays the input's
+    accessible description."""
+    page = new_page("annotator1", width=width)
+    open_next(page, live_server)
+    page.keyboard.press("j")
+    page.keyboard.press("j")  # root cause: categories with long definitions
+    page.keyboard.press("1")  # API Misuse, focused
+    api_misuse = page.locator('input[value="api_misuse"]')
+    expect(api_misuse).to_be_focused()
+    expect(api_misuse).to_have_accessible_description(re.compile(r"\S{3,}.*Include:"))
+    definition = page.locator("#" + api_misuse.get_attribute("aria-describedby"))
+    expect(definition).to_be_visible()
+    assert _hidden_choices(page, definition) == []
+
+    if width >= 1280:
+        wrong_default = page.locator('input[value="wrong_default"]')
+        wrong_default.hover()
+        hovered = page.locator("#" + wrong_default.get_attribute("aria-describedby"))
+        expect(hovered).to_be_visible()
+        assert _hidden_choices(page, hovered) == []
+    assert not page.errors
