@@ -379,3 +379,48 @@ def test_a_definition_shows_without_hiding_the_other_categories(
         expect(hovered).to_be_visible()
         assert _hidden_choices(page, hovered) == []
     assert not page.errors
+
+
+@pytest.fixture
+def study_with_examples(sample_issues, people):
+    """The demo study on the starter codebook, whose Include carries examples."""
+    from labeling.services.studies import study_create
+    from taxonomy.codebook_file import codebook_file_read
+    from taxonomy.services import codebook_load
+    from tests.conftest import CODEBOOK_FILE
+
+    data = json.loads(CODEBOOK_FILE.read_bytes())
+    screening = next(d for d in data["dimensions"] if d["key"] == "screening")
+    include = next(c for c in screening["categories"] if c["key"] == "include")
+    include["examples"] = ["microsoft/DeepSpeed#4242", "<b>not markup</b>"]
+    version, _ = codebook_load(data=codebook_file_read(json.dumps(data).encode()), publish=True)
+    return study_create(
+        slug="demo",
+        name="Demo",
+        codebook_version=version,
+        k=2,
+        annotators=[people["annotator1"], people["annotator2"]],
+        issues=sample_issues,
+    )
+
+
+def test_a_categorys_examples_show_with_its_definition_and_take_the_keyboard(
+    study_with_examples, new_page, live_server
+):
+    page = new_page("annotator1")
+    open_next(page, live_server)
+    page.keyboard.press("1")  # Include, focused: its definition shows with the examples
+    include = page.locator('input[value="include"]')
+    expect(include).to_be_focused()
+    definition = page.locator("#" + include.get_attribute("aria-describedby"))
+    expect(definition).to_contain_text("Examples: microsoft/DeepSpeed#4242, <b>not markup</b>")
+    expect(include).to_have_accessible_description(re.compile(r"microsoft/DeepSpeed#4242"))
+    example = definition.get_by_role("link", name="microsoft/DeepSpeed#4242")
+    assert example.get_attribute("href") == "https://github.com/microsoft/DeepSpeed/issues/4242"
+    assert _hidden_choices(page, definition) == []
+
+    page.keyboard.press("Tab")  # from the category to its example, still shown
+    expect(example).to_be_focused()
+    expect(example).to_be_visible()
+    assert include.is_checked()
+    assert not page.errors
