@@ -6,9 +6,11 @@ import re
 
 import pytest
 from django.core.management import call_command
+from playwright.sync_api import expect
 
 from corpus.models import Issue
 from labeling.models import Annotation, Assignment
+from tests.browser.conftest import AUTOSAVE_DELAY_MS
 
 pytestmark = pytest.mark.browser
 
@@ -242,4 +244,183 @@ def test_the_page_and_the_submit_check_agree_on_which_dimensions_apply(
     for category in screening.categories.order_by("position"):
         page.locator(f'fieldset[data-dimension=screening] input[value="{category.key}"]').check()
         assert greyed() == expected({category.key}), category.key
+    assert not page.errors
+
+
+def _delay_draft_replies(page, delay_ms: int) -> list[int]:
+    """Let every background draft save reach the server at once but hold its reply for
+    `delay_ms`, as a slow network does; the statuses of those replies, in order."""
+    statuses: list[int] = []
+
+    def slow_reply(route):
+        response = route.fetch()
+        statuses.append(response.status)
+        page.wait_for_timeout(delay_ms)
+        route.fulfill(response=response)
+
+    page.route(re.compile(r"/studies/demo/items/\d+/draft/$"), slow_reply)
+    return statuses
+
+
+def _until_the_server_answered(page, statuses: list[int]) -> None:
+    """Wait until the server has answered a draft save (its reply is still held back)."""
+    for _ in range(100):
+        if statuses:
+            return
+        page.wait_for_timeout(50)
+    raise AssertionError("no draft save reached the server")
+
+
+def test_a_submit_right_after_a_draft_save_waits_for_it_instead_of_conflicting(
+    study, new_page, live_server
+):
+    """A change and Ctrl+Enter while the background draft save is on its way: the submit is
+    held until the draft's reply brings the new version, then sent with it (no "changed in
+    another tab"); it carries the later change, and no draft save follows it."""
+    page = new_page("annotator1")
+    item_url = open_next(page, live_server)
+    draft_statuses = _delay_draft_replies(page, 600)
+    item_posts: list[int] = []
+    page.on(
+        "response",
+        lambda response: (
+            item_posts.append(response.status)
+            if response.request.method == "POST" and response.url == item_url
+            else None
+        ),
+    )
+    page.keyboard.press("2")  # screened out: nothing else is required
+    page.wait_for_timeout(AUTOSAVE_DELAY_MS)
+    _until_the_server_answered(page, draft_statuses)  # the draft is saved, its reply held back
+    page.keyboard.press("3")  # changed her mind: out of scope
+    page.keyboard.press("Control+Enter")
+    page.wait_for_url(lambda url: url != item_url)
+    page.wait_for_timeout(AUTOSAVE_DELAY_MS + 700)  # a late draft save would have gone by now
+
+    assert item_posts == [302], item_posts
+    assert draft_statuses == [200]
+    item_id = int(item_url.rstrip("/").split("/")[-1])
+    assignment = Assignment.objects.get(annotator__username="annotator1", item_id=item_id)
+    assert assignment.status == "submitted"
+    assert chosen("annotator1") == {"screening": ["out_of_scope"]}
+    assert not page.errors
+
+
+def test_a_held_submit_still_meets_a_real_conflict(study, new_page, live_server):
+    """Another tab saved first: the draft save on its way and the submit held behind it are both
+    refused, and the other tab's labels stay."""
+    first = new_page("annotator1")
+    item_url = open_next(first, live_server)
+    second = first.context.new_page()
+    second.goto(item_url)
+    second.get_by_label("Duplicate").check()
+    second.wait_for_function("document.getElementById('save-state').textContent.includes('saved')")
+    first.bring_to_front()
+    draft_statuses = _delay_draft_replies(first, 600)
+    first.keyboard.press("2")
+    first.wait_for_timeout(AUTOSAVE_DELAY_MS)
+    _until_the_server_answered(first, draft_statuses)
+    with first.expect_response(
+        lambda response: response.url == item_url and response.request.method == "POST"
+    ) as submitted:
+        first.keyboard.press("Control+Enter")
+    assert submitted.value.status == 409
+    assert draft_statuses == [409]
+    first.wait_for_load_state()
+    expect(first.get_by_text("changed in another tab").first).to_be_visible()
+    assert Assignment.objects.get(annotator__username="annotator1", status="draft")
+    assert chosen("annotator1") == {"screening": ["duplicate"]}
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and b["y"] < a["y"] + a["height"]
+    )
+
+
+def _hidden_choices(page, definition) -> list[str]:
+    """The category choices of the page (their labels) that the shown definition covers."""
+    box = definition.bounding_box()
+    assert box, "the definition is shown"
+    labels = page.locator("li.category:not([hidden]) > label")
+    return [
+        labels.nth(index).inner_text()
+        for index in range(labels.count())
+        if (other := labels.nth(index).bounding_box()) and _overlap(box, other)
+    ]
+
+
+@pytest.mark.parametrize("width", [1280, 360])
+def test_a_definition_shows_without_hiding_the_other_categories(
+    study, new_page, live_server, width
+):
+    """The definition of the focused category (the keyboard's) and, in a window wide enough,
+    of the hovered one shows where it covers no other choice; it stays the input's
+    accessible description."""
+    page = new_page("annotator1", width=width)
+    open_next(page, live_server)
+    page.keyboard.press("j")
+    page.keyboard.press("j")  # root cause: categories with long definitions
+    page.keyboard.press("1")  # API Misuse, focused
+    api_misuse = page.locator('input[value="api_misuse"]')
+    expect(api_misuse).to_be_focused()
+    expect(api_misuse).to_have_accessible_description(re.compile(r"\S{3,}.*Include:"))
+    definition = page.locator("#" + api_misuse.get_attribute("aria-describedby"))
+    expect(definition).to_be_visible()
+    assert _hidden_choices(page, definition) == []
+
+    if width >= 1280:
+        wrong_default = page.locator('input[value="wrong_default"]')
+        wrong_default.hover()
+        hovered = page.locator("#" + wrong_default.get_attribute("aria-describedby"))
+        expect(hovered).to_be_visible()
+        assert _hidden_choices(page, hovered) == []
+    assert not page.errors
+
+
+@pytest.fixture
+def study_with_examples(sample_issues, people):
+    """The demo study on the starter codebook, whose Include carries examples."""
+    from labeling.services.studies import study_create
+    from taxonomy.codebook_file import codebook_file_read
+    from taxonomy.services import codebook_load
+    from tests.conftest import CODEBOOK_FILE
+
+    data = json.loads(CODEBOOK_FILE.read_bytes())
+    screening = next(d for d in data["dimensions"] if d["key"] == "screening")
+    include = next(c for c in screening["categories"] if c["key"] == "include")
+    include["examples"] = ["microsoft/DeepSpeed#4242", "<b>not markup</b>"]
+    version, _ = codebook_load(data=codebook_file_read(json.dumps(data).encode()), publish=True)
+    return study_create(
+        slug="demo",
+        name="Demo",
+        codebook_version=version,
+        k=2,
+        annotators=[people["annotator1"], people["annotator2"]],
+        issues=sample_issues,
+    )
+
+
+def test_a_categorys_examples_show_with_its_definition_and_take_the_keyboard(
+    study_with_examples, new_page, live_server
+):
+    page = new_page("annotator1")
+    open_next(page, live_server)
+    page.keyboard.press("1")  # Include, focused: its definition shows with the examples
+    include = page.locator('input[value="include"]')
+    expect(include).to_be_focused()
+    definition = page.locator("#" + include.get_attribute("aria-describedby"))
+    expect(definition).to_contain_text("Examples: microsoft/DeepSpeed#4242, <b>not markup</b>")
+    expect(include).to_have_accessible_description(re.compile(r"microsoft/DeepSpeed#4242"))
+    example = definition.get_by_role("link", name="microsoft/DeepSpeed#4242")
+    assert example.get_attribute("href") == "https://github.com/microsoft/DeepSpeed/issues/4242"
+    assert _hidden_choices(page, definition) == []
+
+    page.keyboard.press("Tab")  # from the category to its example, still shown
+    expect(example).to_be_focused()
+    expect(example).to_be_visible()
+    assert include.is_checked()
     assert not page.errors

@@ -160,7 +160,7 @@ def test_labeling_page_shows_facets_fixes_and_definitions(annotator_client, stud
     assignment = Assignment.objects.get(annotator=people["annotator1"], item__issue__number=7061)
     html = annotator_client.get(f"/studies/demo/items/{assignment.item_id}/").content.decode()
     assert "Facts found in the text" in html and "AttributeError" in html
-    assert 'role="tooltip"' in html  # every category carries its definition
+    assert 'class="definition"' in html  # every category carries its definition
     assert "Keyboard shortcuts" in html
 
 

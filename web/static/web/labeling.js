@@ -142,6 +142,9 @@
   let pending = false;
   let retryDelay = 1000;
   let conflict = false;
+  let submitting = false; // the form is on its way (see "submitting" below)
+  let held = null; // {submitter, timer}: a submit waiting for the draft save in flight
+  let holdExpired = false;
 
   function snapshot() {
     secondsInput.value = String(secondsSpent());
@@ -158,14 +161,14 @@
     try { localStorage.removeItem(storageKey); } catch (error) { /* unavailable */ }
   }
   function saveSoon(delay) {
-    if (conflict) return;
+    if (conflict || submitting) return;
     pending = true;
     remember(snapshot());
     clearTimeout(timer);
     timer = setTimeout(save, delay === undefined ? 800 : delay);
   }
   function save() {
-    if (saving || !pending || conflict) return;
+    if (saving || !pending || conflict || submitting || held) return;
     saving = true;
     pending = false;
     const data = snapshot();
@@ -186,7 +189,6 @@
           retryDelay = 1000;
           if (!pending) forget();
           saveState.textContent = "Draft saved at " + new Date().toLocaleTimeString();
-          if (pending) save();
         } else if (result.status === 409) {
           conflict = true;
           saveState.textContent = result.body.error.message;
@@ -195,10 +197,22 @@
           saveState.textContent = result.body.error ? result.body.error.message : "Not saved.";
           saveState.classList.add("error");
         }
+        // A held submit goes now, with the version this reply brought (or, after a conflict,
+        // with the old one, so that the server refuses it as before).
+        if (held) {
+          releaseHeld();
+        } else if (result.status === 200 && pending) {
+          save();
+        }
       })
       .catch(function () {
-        // Offline or the server is away: keep the draft (it is in localStorage) and retry.
         saving = false;
+        if (submitting) return; // the page is leaving with the submit, which carries the labels
+        if (held) {
+          releaseHeld();
+          return;
+        }
+        // Offline or the server is away: keep the draft (it is in localStorage) and retry.
         pending = true;
         saveState.textContent = "Offline: your labels are kept here and will be saved when the connection is back.";
         clearTimeout(timer);
@@ -246,10 +260,54 @@
     saveSoon(0);
   }
 
-  form.addEventListener("submit", function () {
-    secondsInput.value = String(secondsSpent());
+  // ---- submitting (and the form's other buttons: save draft, skip) ----
+  // Each save raises the assignment's version, and the server refuses a save that carries an
+  // older one ("changed in another tab"). A submit sent while a draft save is on its way would
+  // carry the version from before that save, so it is held until the draft's reply brings the
+  // new one (at most HOLD_LIMIT_MS: a reply that never comes must not keep the annotator from
+  // submitting). Once the submit is out, no draft save follows it: it carries every label, and
+  // a late draft would only be refused.
+  const HOLD_LIMIT_MS = 10000;
+  function releaseHeld() {
+    const submitter = held.submitter;
+    clearTimeout(held.timer);
+    held = null;
+    if (submitter) {
+      form.requestSubmit(submitter);
+    } else {
+      form.requestSubmit();
+    }
+  }
+  form.addEventListener("submit", function (event) {
+    if (submitting) {
+      event.preventDefault(); // a second Ctrl+Enter (or a repeating key) while the first is out
+      return;
+    }
     clearTimeout(timer);
+    if (saving && !holdExpired) {
+      event.preventDefault();
+      if (held) {
+        held.submitter = event.submitter;
+      } else {
+        held = {
+          submitter: event.submitter,
+          timer: setTimeout(function () {
+            holdExpired = true;
+            releaseHeld();
+          }, HOLD_LIMIT_MS),
+        };
+      }
+      saveState.textContent = "Finishing the draft save, then submitting…";
+      return;
+    }
+    submitting = true;
+    pending = false;
+    secondsInput.value = String(secondsSpent());
     forget();
+  });
+  // Back to this page from the browser's history cache: the submit that left it is over.
+  window.addEventListener("pageshow", function (event) {
+    if (event.persisted) submitting = false;
   });
 
   // ---- keyboard ----
