@@ -28,8 +28,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.exceptions import UndefinedMetricWarning
-from sklearn.metrics import cohen_kappa_score
 
 WEIGHT_SCHEMES = (None, "linear", "quadratic")
 
@@ -157,6 +155,11 @@ def cohen_kappa(
     the ordinal scale; categories listed but unused still count as steps on that scale.
     ``sample_weight`` counts each position that many times.
     """
+    # Imported on first use: scikit-learn takes about 2 s to import, and every process that loads
+    # the URLconf (runserver's start, each management command's checks) would pay it.
+    from sklearn.exceptions import UndefinedMetricWarning
+    from sklearn.metrics import cohen_kappa_score
+
     _check_weights(weights)
     first, second = np.asarray(labels_a), np.asarray(labels_b)
     if first.shape != second.shape:
