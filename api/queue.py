@@ -20,6 +20,7 @@ from api.assignments import AssignmentSerializer, assignments_visible_to
 from api.permissions import IsStudyMember, StudyLookup
 from api.resolutions import ERRORS, _item_id
 from api.serializers import IssueDetailSerializer, StudySerializer
+from api.upstream_changes import UpstreamChangeSerializer
 from corpus.models import Issue
 from labeling.access import assignment_get_for_annotator, study_can_label, study_roles
 from labeling.models import Assignment, StudyItem
@@ -31,6 +32,7 @@ from labeling.selectors import (
     study_dimensions,
     study_overview_counts,
 )
+from labeling.upstream_changes import UpstreamDiff, item_upstream_change_for_annotator
 from taxonomy.models import Dimension
 
 MEMBERS = [IsAuthenticated, IsStudyMember]
@@ -100,6 +102,7 @@ class LabelingItem:
     codebook_version: int
     dimensions: list[Dimension]
     locked: bool
+    upstream_change: UpstreamDiff | None
 
 
 class LabelingItemSerializer(serializers.Serializer):
@@ -111,6 +114,11 @@ class LabelingItemSerializer(serializers.Serializer):
     dimensions = LabelingDimensionSerializer(many=True)
     locked = serializers.BooleanField(
         help_text="submitted and in resolution: your labels no longer change"
+    )
+    upstream_change = UpstreamChangeSerializer(
+        allow_null=True,
+        help_text="what changed on GitHub since you labeled the item: check your labels and "
+        "submit them again; null when nothing did",
     )
 
 
@@ -207,5 +215,6 @@ class StudyQueueViewSet(StudyLookup, viewsets.GenericViewSet):
             dimensions=study_dimensions(study=study),
             locked=assignment.status == Assignment.Status.SUBMITTED
             and assignment.item.status != StudyItem.Status.OPEN,
+            upstream_change=item_upstream_change_for_annotator(assignment=assignment),
         )
         return Response(LabelingItemSerializer(item, context={"request": request}).data)

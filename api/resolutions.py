@@ -27,6 +27,11 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember
+from api.upstream_changes import (
+    UpstreamChangeRecordSerializer,
+    UpstreamChangeSerializer,
+    UpstreamReviewSerializer,
+)
 from common.exceptions import ApplicationError
 from labeling.access import (
     assignment_get_for_annotator,
@@ -57,6 +62,12 @@ from labeling.services.resolutions import (
     item_tiebreaker_request,
     resolution_data,
     resolution_decide,
+)
+from labeling.services.upstream_changes import item_upstream_review
+from labeling.upstream_changes import (
+    item_upstream_change,
+    item_upstream_history,
+    item_upstream_waiting_for,
 )
 from taxonomy.models import Category
 
@@ -110,13 +121,22 @@ class StudyItemSerializer(serializers.ModelSerializer):
     url = serializers.CharField(source="issue.html_url", read_only=True)
     round = serializers.CharField(source="round.name", read_only=True)
     repository = serializers.CharField(source="issue.repository.full_name", read_only=True)
+    upstream_change = serializers.SerializerMethodField(
+        help_text="what changed on GitHub since the item was labeled; null: nothing to review"
+    )
 
     class Meta:
         model = StudyItem
         fields = [
             "id", "issue", "title", "url", "round", "repository", "status", "changed_upstream_at",
+            "upstream_change",
         ]  # fmt: skip
         read_only_fields = fields
+
+    @extend_schema_field(UpstreamChangeSerializer(allow_null=True))
+    def get_upstream_change(self, item: StudyItem) -> dict | None:
+        diff = item_upstream_change(item=item)
+        return UpstreamChangeSerializer(diff).data if diff else None
 
 
 # The disagreement queue
@@ -256,12 +276,28 @@ class ItemResolutionSerializer(serializers.Serializer):
     waiting_for = serializers.SerializerMethodField(
         help_text="annotators whose labels are not submitted yet (a tie-breaker at work)"
     )
+    upstream_changes = serializers.SerializerMethodField(
+        help_text="changes of the issue on GitHub since it was labeled, newest first, with who "
+        "looked again: the open one (if any) and the cleared ones"
+    )
+    upstream_waiting_for = serializers.SerializerMethodField(
+        help_text="annotators who labeled the item before its open change and have not "
+        "submitted again since"
+    )
 
     def get_tiebreaker_candidates(self, view: ItemResolutionView) -> list[str]:
         return [user.get_username() for user in view.candidates]
 
     def get_waiting_for(self, view: ItemResolutionView) -> list[str]:
         return [assignment.annotator.get_username() for assignment in view.unfinished]
+
+    @extend_schema_field(UpstreamChangeRecordSerializer(many=True))
+    def get_upstream_changes(self, view: ItemResolutionView) -> list[dict]:
+        history = item_upstream_history(item=view.item)
+        return UpstreamChangeRecordSerializer(history, many=True).data
+
+    def get_upstream_waiting_for(self, view: ItemResolutionView) -> list[str]:
+        return item_upstream_waiting_for(item=view.item)
 
 
 @dataclass(frozen=True)
@@ -552,3 +588,30 @@ class StudyResolutionActions:
                 )
         assignment = item_tiebreaker_request(item=item, user=request.user, annotator=annotator)
         return Response(TiebreakerSerializer(assignment).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[ITEM_ID],
+        request=UpstreamReviewSerializer,
+        responses={200: UpstreamChangeRecordSerializer, **ERRORS},
+        description=(
+            "The item's labels still hold after its issue changed on GitHub: the open change is "
+            "cleared (and the item's `changed_upstream_at` with it), the review kept with its "
+            "note in the change's checks. An item with no open change is a 400. Managers of the "
+            "study."
+        ),
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=r"items/(?P<item_id>[^/.]+)/upstream-review",
+        permission_classes=[IsAuthenticated, IsStudyMember & IsStudyManager],
+    )
+    def upstream_review(self, request, slug=None, item_id=None):
+        study = self.get_object()
+        item = _item_for_resolution(study, request.user, item_id)
+        body = UpstreamReviewSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        note = body.validated_data["note"]
+        change = item_upstream_review(item=item, user=request.user, note=note)
+        record = next(found for found in item_upstream_history(item=item) if found.pk == change.pk)
+        return Response(UpstreamChangeRecordSerializer(record).data)

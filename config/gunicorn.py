@@ -60,5 +60,8 @@ def when_ready(server) -> None:
     from django.urls import get_resolver
 
     get_resolver().url_patterns  # noqa: B018 (loading it is the point)
+    # The agreement module imports scikit-learn at its first kappa: in the master, once for all.
+    import sklearn.metrics  # noqa: F401
+
     gc.collect()
     gc.freeze()

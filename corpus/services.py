@@ -279,11 +279,13 @@ def _store_batch(
         )
     if not rows:
         return
+    if changed_ids:
+        # Before the write, so that a receiver can keep what the issues were.
+        issues_changed_upstream.send(sender=Issue, issue_ids=changed_ids, gone=False)
     bulk_upsert(Issue, rows, unique_fields=["repository_id", "number"])
     report.updated += len(changed_ids)
     if changed_ids:
         report.changed_issue_ids.extend(changed_ids)
-        issues_changed_upstream.send(sender=Issue, issue_ids=changed_ids)
 
     issue_ids = {key: value[0] for key, value in _stored_issues(written, repository_ids).items()}
     report.written_issue_ids.extend(issue_ids.values())
@@ -450,7 +452,7 @@ def issues_remove_gone(*, repository_id: int, numbers: Sequence[int]) -> list[in
         except ProtectedError:
             kept.append(issue_id)
     if kept:
-        issues_changed_upstream.send(sender=Issue, issue_ids=kept)
+        issues_changed_upstream.send(sender=Issue, issue_ids=kept, gone=True)
     return kept
 
 

@@ -8,5 +8,6 @@ from django.dispatch import Signal
 
 # Sent inside the writing transaction, with `issue_ids`: stored issues that GitHub changed after
 # they were first stored (edited, closed, reopened), or that it no longer has (deleted or
-# transferred) while something kept them in the corpus.
+# transferred) while something kept them in the corpus (`gone`). A change is announced before
+# the issues and their comments are written, so their rows still hold the earlier version.
 issues_changed_upstream = Signal()

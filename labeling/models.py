@@ -372,3 +372,58 @@ class ProposalDecision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.text!r} -> {self.category_key} ({self.kind})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Issues that changed on GitHub after they were labeled.
+# ---------------------------------------------------------------------------------------------
+
+
+class UpstreamChange(models.Model):
+    """The issue of a labeled item changed on GitHub (or is gone from it): what the issue was
+    when it was labeled, kept when the sync (or an import) found the change, so that the pages
+    can show what changed beside the labels. Open (`cleared_at` empty) while the item's
+    `changed_upstream_at` is set, until the annotators submitted again or a manager confirmed
+    the labels; the cleared ones and their checks are the audit trail."""
+
+    item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="upstream_changes")
+    detected_at = models.DateTimeField()
+    # The issue before the change: {"title", "body", "labels", "state", "state_reason",
+    # "comments_count", "updated_at", "comments": {github id: updated_at}}; {} when not known
+    # (items flagged before changes were kept).
+    before = models.JSONField(default=dict, blank=True)
+    # GitHub answers 404/410 for the issue: deleted, or transferred to another repository.
+    gone = models.BooleanField(default=False)
+    cleared_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item"],
+                condition=models.Q(cleared_at__isnull=True),
+                name="one_open_upstream_change_per_item",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"upstream change of item {self.item_id} at {self.detected_at:%Y-%m-%d %H:%M}"
+
+
+class UpstreamChangeCheck(models.Model):
+    """Someone looked at the item again after its issue changed: an annotator who submitted
+    their labels again, or a manager who confirmed that the labels still hold."""
+
+    class Kind(models.TextChoices):
+        RESUBMITTED = "resubmitted", "Submitted the labels again"
+        REVIEWED = "reviewed", "Reviewed: the labels still hold"
+
+    change = models.ForeignKey(UpstreamChange, on_delete=models.CASCADE, related_name="checks")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    note = models.TextField(blank=True)
+    checked_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.kind} by {self.user} on {self.change}"

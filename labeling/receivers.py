@@ -3,8 +3,10 @@
 from collections.abc import Sequence
 from typing import Any
 
-from labeling.services.studies import study_items_flag_changed
+from labeling.services.upstream_changes import item_upstream_changes_record
 
 
-def study_items_flag_on_upstream_change(*, issue_ids: Sequence[int], **kwargs: Any) -> None:
-    study_items_flag_changed(issue_ids=issue_ids)
+def study_items_flag_on_upstream_change(
+    *, issue_ids: Sequence[int], gone: bool = False, **kwargs: Any
+) -> None:
+    item_upstream_changes_record(issue_ids=issue_ids, gone=gone)

@@ -423,6 +423,18 @@ CASES = [
         {**NOBODY, "annotator": 403},
         method="post",
     ),
+    api(
+        "upstream review",
+        "/api/studies/demo/items/{demo_item_id}/upstream-review/",
+        managers(400),  # reaches the service: the issue has not changed
+        method="post",
+    ),
+    api(
+        "upstream review: another study's item under demo's slug",
+        "/api/studies/demo/items/{other_item_id}/upstream-review/",
+        {**NOBODY, "annotator": 403, "adjudicator": 403},
+        method="post",
+    ),
     # Setting studies up. Nobody here holds the add-study permission: only the superuser may
     # create (an empty body reaches validation: 400) or preview.
     api(
@@ -542,6 +554,19 @@ CASES += [
         NOBODY,
         method="post",
         data={"body": "x"},
+    ),
+    page(
+        "upstream review page",
+        "/studies/demo/items/{demo_item_id}/upstream-review/",
+        # Back to the side-by-side page with the service's message (nothing changed upstream).
+        only(302, "manager", "superuser"),
+        method="post",
+    ),
+    page(
+        "upstream review page: another study's item under demo's slug",
+        "/studies/demo/items/{other_item_id}/upstream-review/",
+        NOBODY,
+        method="post",
     ),
     # Labeling actions on a page
     page(

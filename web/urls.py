@@ -31,6 +31,11 @@ urlpatterns = [
         resolution.item_discussion,
         name="item_discussion",
     ),
+    path(
+        "studies/<slug:slug>/items/<id:item_id>/upstream-review/",
+        resolution.upstream_review,
+        name="item_upstream_review",
+    ),
     path("studies/<slug:slug>/agreement/", agreement.agreement, name="agreement"),
     path("studies/<slug:slug>/report/", report_views.report, name="report"),
     path("studies/<slug:slug>/disagreements/", resolution.disagreements, name="disagreements"),

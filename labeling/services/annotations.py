@@ -17,6 +17,7 @@ from labeling.models import Annotation, AnnotationRevision, Assignment, Membersh
 from labeling.selectors import assignment_annotations, study_dimensions
 from labeling.services.resolutions import item_resolution_update
 from labeling.services.studies import study_items_add, study_member_add
+from labeling.services.upstream_changes import item_upstream_resubmitted
 from taxonomy.models import Category, Dimension
 from taxonomy.selectors import categories_by_key
 
@@ -196,6 +197,8 @@ def _assignment_write(
     fields.append("skip_reason")
     assignment.version += 1
     assignment.save(update_fields=fields)
+    if submit and assignment.item.changed_upstream_at is not None:
+        item_upstream_resubmitted(assignment=assignment)
     if submit:
         item_resolution_update(item=assignment.item)
     return assignment

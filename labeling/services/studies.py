@@ -6,7 +6,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
-from django.utils import timezone
 
 from common.exceptions import ApplicationError
 from corpus.models import Issue
@@ -291,19 +290,3 @@ def item_next_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignme
     if study.status != Study.Status.ACTIVE:
         return None
     return item_claim_for_annotator(study=study, user=user)
-
-
-def study_items_flag_changed(*, issue_ids: Sequence[int]) -> int:
-    """Mark study items of these issues "changed since labeled" where someone already labeled them.
-
-    Labels are never touched: the flag only tells people to look again.
-    """
-    return (
-        StudyItem.objects.filter(
-            issue_id__in=issue_ids,
-            assignments__status__in=["draft", "submitted"],
-            changed_upstream_at__isnull=True,
-        )
-        .distinct()
-        .update(changed_upstream_at=timezone.now())
-    )

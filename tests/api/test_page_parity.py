@@ -60,6 +60,7 @@ PAGES: dict[str, list[str]] = {
         f"POST {ITEM}/tiebreaker/",
     ],
     "item_discussion": [f"GET {ITEM}/discussion/", f"POST {ITEM}/discussion/"],
+    "item_upstream_review": [f"POST {ITEM}/upstream-review/"],
     # Paper tables (the report page).
     "report": ["GET /api/studies/{slug}/tables/", "GET /api/studies/{slug}/tables/{table_id}/"],
     # Dataset export.

@@ -35,6 +35,7 @@ from labeling.services.resolutions import (
     item_tiebreaker_request,
     resolution_decide,
 )
+from labeling.services.upstream_changes import item_upstream_review
 from taxonomy.models import Category
 from taxonomy.selectors import category_depths, dimensions_of_version
 from web.forms import int_or_none
@@ -429,3 +430,20 @@ def item_discussion(request: HttpRequest, slug: str, item_id: int) -> HttpRespon
     else:
         messages.success(request, "Added to the discussion.")
     return redirect(f"{back}#discussion")
+
+
+@login_required
+@require_POST
+def upstream_review(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
+    """A manager looked at what changed on GitHub in an item's issue: the labels still hold."""
+    study, _, item = _item_for_resolution(request, slug, item_id)
+    try:
+        item_upstream_review(item=item, user=request.user, note=request.POST.get("note", ""))
+    except PermissionDeniedError as error:
+        raise PermissionDenied(error.message) from error
+    except ApplicationError as error:
+        messages.error(request, error.message)
+    else:
+        messages.success(request, f"Reviewed the change of {item.issue}: the labels still hold.")
+    queue_query = _queue_query(QueryDict(request.POST.get("queue", "")))
+    return redirect(_resolve_url(study, item.id, queue_query))

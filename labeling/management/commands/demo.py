@@ -1,16 +1,22 @@
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.db.models import Q
 
 from corpus.issue_import import issue_file_lines
 from corpus.models import Issue
+from corpus.records import RecordError, issue_record_parse
 from corpus.services import issues_import
 from labeling.models import Study
 from labeling.services.studies import study_create
-from taxonomy.codebook_file import codebook_file_read
+from taxonomy.codebook_file import codebook_file_read, codebook_parse
+from taxonomy.models import CodebookVersion
 from taxonomy.services import codebook_load
 
 CODEBOOK_FILE = settings.BASE_DIR / "taxonomy" / "data" / "llm-training-issues.json"
@@ -30,6 +36,9 @@ class Command(BaseCommand):
         "Make the embedded default ready: migrate, load the starter codebook and the sample "
         "issues, create demo accounts and the demo study. Safe to run again."
     )
+    # The system checks import the URLconf and with it scikit-learn (2 s of a 3 s start); the
+    # second `make run` skips them here, and runserver runs them right after anyway.
+    requires_system_checks = []
 
     def handle(self, *args, **options) -> None:
         if not settings.DEMO_ALLOWED:
@@ -38,6 +47,11 @@ class Command(BaseCommand):
                 f"settings ({settings.SETTINGS_MODULE}). Create accounts with createsuperuser; "
                 "run demo only on a local instance (config.settings.local)."
             )
+        if (ready := demo_set_up_already()) is not None:
+            self.stdout.write("Set up already: nothing to migrate or load.")
+            self.ready_print(ready)
+            return
+        self.check()
         call_command("migrate", interactive=False, verbosity=0)
         version, _ = codebook_load(
             data=codebook_file_read(Path(CODEBOOK_FILE).read_bytes()), publish=True
@@ -71,7 +85,60 @@ class Command(BaseCommand):
                     Issue.objects.filter(is_pull_request=False).order_by("repository", "number")
                 ),
             )
+        self.ready_print(version)
+
+    def ready_print(self, version: CodebookVersion) -> None:
         self.stdout.write(f"Codebook: {version}; demo study: /studies/demo/")
         self.stdout.write("Demo accounts (demo only, never use in production):")
         for username, password, _ in DEMO_ACCOUNTS:
             self.stdout.write(f"  {username} / {password}")
+
+
+def demo_set_up_already() -> CodebookVersion | None:
+    """The starter codebook's version when a run of `demo` would change nothing, else None.
+
+    A second `make run` then starts in about a second instead of importing and rendering the
+    sample again. Cheap checks of the database itself rather than a marker of an earlier run, so
+    that a database that was emptied or restored is set up again: no migration left to apply,
+    the starter codebook published with the file's content hash, every sample issue stored and
+    not older than in the file (the import's own test for "unchanged"), the demo accounts and
+    the demo study present.
+    """
+    executor = MigrationExecutor(connection)
+    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        return None
+    spec = codebook_parse(codebook_file_read(Path(CODEBOOK_FILE).read_bytes()))
+    version = CodebookVersion.objects.filter(
+        codebook__name=spec.name,
+        label=spec.version,
+        content_hash=spec.content_hash,
+        status=CodebookVersion.Status.PUBLISHED,
+    ).first()
+    if version is None:
+        return None
+    usernames = [username for username, _, _ in DEMO_ACCOUNTS]
+    if get_user_model().objects.filter(username__in=usernames).count() != len(usernames):
+        return None
+    if not Study.objects.filter(slug="demo").exists():
+        return None
+    with Path(SAMPLE_ISSUES_FILE).open("rb") as stream:
+        wanted: dict[tuple[str, str, int], datetime] = {}
+        for _, obj in issue_file_lines(stream):
+            try:
+                record = issue_record_parse(obj)
+            except RecordError:
+                return None  # the import reports the line
+            key = (record.owner, record.name, record.number)
+            wanted[key] = max(record.updated_at, wanted.get(key, record.updated_at))
+    repositories = {(owner, name) for owner, name, _ in wanted}
+    stored = Issue.objects.filter(
+        Q.create(
+            [Q(repository__owner=owner, repository__name=name) for owner, name in repositories],
+            connector=Q.OR,
+        ),
+        number__in={number for _, _, number in wanted},
+    ).values_list("repository__owner", "repository__name", "number", "updated_at")
+    found = {(owner, name, number): updated for owner, name, number, updated in stored}
+    if any(found.get(key) is None or found[key] < updated for key, updated in wanted.items()):
+        return None
+    return version
