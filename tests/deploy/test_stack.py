@@ -248,7 +248,7 @@ def test_the_compose_stack_runs_on_this_machine(tmp_path, fresh_database, fresh_
     command = [
         sys.executable, "deploy/stack.py", "up", "--env-file", str(env_file),
         "--database-url", fresh_database, "--redis-url", fresh_redis,
-        "--port", str(port), "--run-dir", str(run_dir), "--health-timeout", "150",
+        "--port", str(port), "--run-dir", str(run_dir), "--health-timeout", "300",
     ] + (["--skip-collectstatic"] if collected else [])  # fmt: skip
     output = tmp_path / "stack.out"
     started = time.monotonic()
