@@ -27,9 +27,9 @@ from labeling.models import Assignment, StudyItem
 from labeling.selectors import (
     QUEUE_FILTERS,
     QueueProgress,
+    assignment_dimensions,
     queue_for_annotator,
     queue_progress,
-    study_dimensions,
     study_overview_counts,
 )
 from labeling.upstream_changes import UpstreamDiff, item_upstream_change_for_annotator
@@ -185,7 +185,8 @@ class StudyQueueViewSet(StudyLookup, viewsets.GenericViewSet):
         responses={200: LabelingItemSerializer, 404: ERRORS[404]},
         description=(
             "An item of your queue as the labeling page shows it: your assignment and labels, "
-            "the issue with its thread and fixes, the dimensions as the study asks them. Save "
+            "the issue with its thread and fixes, the dimensions as the study asks them (only "
+            "those an adjudicator's screen-in opened, when you label those). Save "
             "and submit with POST /api/assignments/{id}/draft/ and …/submit/. An item that is "
             "not in your queue is a 404 (labeling is blind)."
         ),
@@ -212,7 +213,7 @@ class StudyQueueViewSet(StudyLookup, viewsets.GenericViewSet):
             assignment=assignments_visible_to(request.user).get(pk=assignment.pk),
             issue=issue,
             codebook_version=study.codebook_version_id,
-            dimensions=study_dimensions(study=study),
+            dimensions=assignment_dimensions(assignment=assignment, study=study),
             locked=assignment.status == Assignment.Status.SUBMITTED
             and assignment.item.status != StudyItem.Status.OPEN,
             upstream_change=item_upstream_change_for_annotator(assignment=assignment),

@@ -202,6 +202,14 @@ class StudyCreateSerializer(SampleRuleSerializer):
     resolution_rule = serializers.ChoiceField(
         choices=Study.ResolutionRule.values, default=Study.ResolutionRule.ADJUDICATION
     )
+    screen_in_override = serializers.ChoiceField(
+        choices=Study.ScreenInOverride.values,
+        default=Study.ScreenInOverride.RELABEL,
+        help_text=(
+            "when an adjudicator screens in an item its annotators screened out, who labels the "
+            "dimensions that now apply: annotators who have not seen the item, or the adjudicator"
+        ),
+    )
     required_dimensions = serializers.ListField(
         child=serializers.SlugField(max_length=100),
         default=None,
@@ -385,6 +393,7 @@ class StudySetupActions:
             overlap=data["overlap"],
             blind=data["blind"],
             resolution_rule=data["resolution_rule"],
+            screen_in_override=data["screen_in_override"],
             required_dimensions=data["required_dimensions"],
             annotators=data["annotators"],
             managers=[request.user, *(u for u in data["managers"] if u.pk != request.user.pk)],

@@ -10,12 +10,20 @@ their own assignments and labels; an *adjudicator* sees the study's labels to re
 Django superuser is a manager of every study. An anonymous user has no role anywhere.
 """
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Exists, F, FilteredRelation, OuterRef, Q, QuerySet, Value
 from django.db.models.fields import IntegerField
 
 from corpus.models import Issue
-from labeling.models import Assignment, Membership, Study, StudyItem
+from labeling.models import (
+    Assignment,
+    DiscussionComment,
+    Membership,
+    ResolutionRevision,
+    Study,
+    StudyItem,
+)
 from taxonomy.models import Codebook, CodebookVersion
 from taxonomy.selectors import codebook_list
 
@@ -229,6 +237,37 @@ def item_get_for_resolution(*, study: Study, roles: set[str], item_id: int) -> S
         .select_related("issue__repository", "round", "study__codebook_version")
         .filter(pk=item_id)
         .first()
+    )
+
+
+def item_blind_annotators(*, item: StudyItem) -> QuerySet[AbstractBaseUser]:
+    """The annotators of the item's study who may still label it blind, once its labels exist
+    (a tie-breaker, the annotators of what an adjudicator's decision opened): active ones who
+    hold no assignment of it, never decided one of its gold labels nor wrote in its discussion,
+    and oversee nothing of the study (a manager or a superuser sees every label, an adjudicator
+    those of every item in resolution, whether or not they left a trace on this one)."""
+    return (
+        get_user_model()
+        .objects.filter(
+            memberships__study_id=item.study_id,
+            memberships__role=ANNOTATOR,
+            is_active=True,
+            is_superuser=False,
+        )
+        .exclude(
+            Exists(
+                Membership.objects.filter(
+                    study_id=item.study_id, user=OuterRef("pk"), role__in=OVERSEEING_ROLES
+                )
+            )
+        )
+        .exclude(Exists(Assignment.objects.filter(item=item, annotator=OuterRef("pk"))))
+        .exclude(
+            Exists(
+                ResolutionRevision.objects.filter(resolution__item=item, changed_by=OuterRef("pk"))
+            )
+        )
+        .exclude(Exists(DiscussionComment.objects.filter(item=item, author=OuterRef("pk"))))
     )
 
 

@@ -44,7 +44,9 @@ class RoundInline(admin.TabularInline):
 class StudyAdmin(admin.ModelAdmin):
     list_display = ["slug", "name", "codebook_version", "k", "blind", "status"]
     inlines = [RoundInline, MembershipInline]
-    editable_fields = ["name", "description", "blind", "status"]
+    # Who labels what a screen-in opens may change while the study runs (say, when no annotator
+    # who has not seen an item is left): items already sent to new annotators keep them.
+    editable_fields = ["name", "description", "blind", "status", "screen_in_override"]
     # The codebook version and k are fixed when the study is made; changing them would orphan
     # labels or break the assignment plan.
     readonly_fields = [

@@ -8,10 +8,10 @@ The rule that turns labels into outcomes is `labeling.resolution_rules`; the acc
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, Prefetch, Q, QuerySet
 
+from labeling.access import item_blind_annotators
 from labeling.models import (
     Annotation,
     Assignment,
@@ -23,6 +23,7 @@ from labeling.models import (
 from labeling.resolution_rules import (
     DimensionOutcome,
     DimensionState,
+    Relabel,
     annotator_answers,
     conflict_label,
     item_outcomes,
@@ -30,10 +31,17 @@ from labeling.resolution_rules import (
 from labeling.selectors import study_dimensions
 from taxonomy.models import Category, Dimension
 
+ItemLabels = dict[int, dict[str, dict[str, frozenset[str]]]]
 
-def item_labels(*, item_ids: list[int]) -> dict[int, dict[str, dict[str, frozenset[str]]]]:
+
+def item_labels(*, item_ids: list[int]) -> ItemLabels:
     """item id -> annotator username -> dimension key -> category keys, of every submitted
-    assignment of these items, in one query."""
+    assignment of these items, in two queries."""
+    return item_labels_and_relabels(item_ids=item_ids)[0]
+
+
+def item_labels_and_relabels(*, item_ids: list[int]) -> tuple[ItemLabels, dict[int, Relabel]]:
+    """`item_labels` and `item_relabels` of these items, in the two queries of the first."""
     labels: dict[int, dict[str, dict[str, set[str]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(set))
     )
@@ -54,20 +62,19 @@ def item_labels(*, item_ids: list[int]) -> dict[int, dict[str, dict[str, frozens
         keys = labels[item_id][username][dimension_key]
         if category_key is not None:
             keys.add(category_key)
+    assignments = _assignment_rows(Assignment.objects.filter(item_id__in=item_ids))
     # Annotators who submitted without any annotation row still count as having answered.
-    for item_id, username in (
-        Assignment.objects.filter(item_id__in=item_ids, status=Assignment.Status.SUBMITTED)
-        .values_list("item_id", "annotator__username")
-        .order_by()
-    ):
-        labels[item_id][username]
-    return {
+    for item_id, username, status, _, _ in assignments:
+        if status == Assignment.Status.SUBMITTED:
+            labels[item_id][username]
+    read = {
         item_id: {
             username: {key: frozenset(keys) for key, keys in by_dimension.items()}
             for username, by_dimension in by_annotator.items()
         }
         for item_id, by_annotator in labels.items()
     }
+    return read, _relabels_from(assignments)
 
 
 def item_gold(*, item_ids: list[int]) -> dict[int, dict[str, frozenset[str]]]:
@@ -101,21 +108,81 @@ def items_majority_decides(*, study: Study, item_ids: list[int]) -> set[int]:
     )
 
 
+def item_relabels(*, item_ids: list[int]) -> dict[int, Relabel]:
+    """item id -> the assignments that label only some of its dimensions (see
+    `resolution_rules.Relabel`), of the items that have any, in one query."""
+    return _relabels_from(
+        _assignment_rows(
+            Assignment.objects.filter(item_id__in=item_ids, dimension_keys__isnull=False)
+        )
+    )
+
+
+def _assignment_rows(assignments: QuerySet[Assignment]) -> list[tuple]:
+    return list(
+        assignments.exclude(status=Assignment.Status.SKIPPED)
+        .values_list("item_id", "annotator__username", "status", "dimension_keys", "is_tiebreaker")
+        .order_by()
+    )
+
+
+def _relabels_from(rows: list[tuple]) -> dict[int, Relabel]:
+    """`item_relabels` out of `_assignment_rows`. A tie-breaker's counts once submitted only:
+    the dimensions may be decided while it labels, as for any tie-breaker. Skipped ones count
+    nowhere."""
+    scopes: dict[int, dict[str, frozenset[str]]] = defaultdict(dict)
+    pending: dict[int, set[str]] = defaultdict(set)
+    for item_id, username, status, keys, is_tiebreaker in rows:
+        if keys is None:
+            continue
+        if status == Assignment.Status.SUBMITTED:
+            scopes[item_id][username] = frozenset(keys)
+        elif not is_tiebreaker:
+            pending[item_id].update(keys)
+    return {
+        item_id: Relabel(scopes=scopes.get(item_id, {}), pending=frozenset(pending[item_id]))
+        for item_id in scopes.keys() | pending.keys()
+    }
+
+
+def item_relabeling(*, item: StudyItem) -> list[Assignment]:
+    """The unfinished assignments of the item that label only the dimensions an adjudicator's
+    decision opened, by annotator, with them."""
+    return list(
+        Assignment.objects.filter(
+            item=item,
+            dimension_keys__isnull=False,
+            is_tiebreaker=False,
+            status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT],
+        )
+        .select_related("annotator")
+        .order_by("annotator__username")
+    )
+
+
 def item_outcomes_for(
     *,
     item: StudyItem,
     dimensions: list[Dimension],
     labels: dict[str, dict[str, frozenset[str]]] | None = None,
+    relabel: Relabel | None = None,
 ) -> list[DimensionOutcome]:
     """The state of each dimension of one item, from the database (see resolution_rules);
-    `labels` when the caller has read them already (`item_labels`)."""
+    `labels` and `relabel` when the caller has read them already (`item_labels`,
+    `item_relabels`)."""
     if labels is None:
-        labels = item_labels(item_ids=[item.id]).get(item.id, {})
+        every_label, relabels = item_labels_and_relabels(item_ids=[item.id])
+        labels = every_label.get(item.id, {})
+        relabel = relabel or relabels.get(item.id, Relabel())
+    elif relabel is None:
+        relabel = item_relabels(item_ids=[item.id]).get(item.id, Relabel())
     return item_outcomes(
         dimensions=dimensions,
         labels=labels,
         gold=item_gold(item_ids=[item.id]).get(item.id, {}),
         majority_decides=bool(items_majority_decides(study=item.study, item_ids=[item.id])),
+        relabel=relabel,
+        needed=item.annotators_needed,
     )
 
 
@@ -201,22 +268,25 @@ def _disagreements(study: Study) -> list[Disagreement]:
         .order_by("id")
     )
     item_ids = [item.id for item in items]
-    labels = item_labels(item_ids=item_ids)
+    labels, relabels = item_labels_and_relabels(item_ids=item_ids)
     gold = item_gold(item_ids=item_ids)
     majority = items_majority_decides(study=study, item_ids=item_ids)
     dimensions = study_dimensions(study=study)
     rows = []
     for item in items:
         item_answers = labels.get(item.id, {})
+        relabel = relabels.get(item.id)
         for outcome in item_outcomes(
             dimensions=dimensions,
             labels=item_answers,
             gold=gold.get(item.id, {}),
             majority_decides=item.id in majority,
+            relabel=relabel,
+            needed=item.annotators_needed,
         ):
             if outcome.state != DimensionState.OPEN:
                 continue
-            answers = annotator_answers(outcome.dimension, item_answers, dimensions)
+            answers = annotator_answers(outcome.dimension, item_answers, dimensions, relabel)
             rows.append(
                 Disagreement(
                     item=item,
@@ -291,14 +361,16 @@ def item_resolution_view(*, item: StudyItem) -> ItemResolutionView:
         .order_by("assigned_at", "id")
     )
     submitted = [a for a in assignments if a.status == Assignment.Status.SUBMITTED]
-    labels = item_labels(item_ids=[item.id]).get(item.id, {})
+    every_label, relabels = item_labels_and_relabels(item_ids=[item.id])
+    labels = every_label.get(item.id, {})
+    relabel = relabels.get(item.id, Relabel())
     resolutions = {
         r.dimension_id: r
         for r in Resolution.objects.filter(item=item)
         .select_related("decided_by")
         .prefetch_related("categories", "revisions__changed_by")
     }
-    outcomes = item_outcomes_for(item=item, dimensions=dimensions, labels=labels)
+    outcomes = item_outcomes_for(item=item, dimensions=dimensions, labels=labels, relabel=relabel)
     categories_by_dimension: dict[int, list[Category]] = defaultdict(list)
     for category in Category.objects.filter(
         dimension__version_id=study.codebook_version_id
@@ -307,9 +379,13 @@ def item_resolution_view(*, item: StudyItem) -> ItemResolutionView:
     rows = []
     for outcome in outcomes:
         dimension = outcome.dimension
-        answers = annotator_answers(dimension, labels, dimensions)
+        answers = annotator_answers(dimension, labels, dimensions, relabel)
         columns = []
         for assignment in submitted:
+            if assignment.dimension_keys is not None and dimension.key not in (
+                assignment.dimension_keys
+            ):
+                continue  # not asked of them: the dimension was settled when they got the item
             annotation = next(
                 (a for a in assignment.annotations.all() if a.dimension_id == dimension.id), None
             )
@@ -373,16 +449,12 @@ def item_gold_list(*, item: StudyItem) -> list[Resolution]:
 
 
 def tiebreaker_candidates(*, item: StudyItem) -> list[AbstractBaseUser]:
-    """Annotators of the item's study without an assignment on it (so never someone who labeled
-    it), active ones, fewest unfinished assignments first."""
+    """The annotators who may still label the item blind (`access.item_blind_annotators`:
+    never one who labeled it, decided or discussed it, or oversees the study), fewest
+    unfinished assignments first. A tie-breaker, and the annotators of what an adjudicator's
+    decision opened, come from them."""
     return list(
-        get_user_model()
-        .objects.filter(
-            memberships__study_id=item.study_id,
-            memberships__role="annotator",
-            is_active=True,
-        )
-        .exclude(assignments__item=item)
+        item_blind_annotators(item=item)
         .annotate(
             unfinished=Count(
                 "assignments",

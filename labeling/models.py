@@ -40,6 +40,16 @@ class Study(TimestampedModel):
     resolution_rule = models.CharField(
         max_length=12, choices=ResolutionRule.choices, default=ResolutionRule.ADJUDICATION
     )
+
+    class ScreenInOverride(models.TextChoices):
+        RELABEL = "relabel", "Annotators who have not seen the item label what now applies"
+        ADJUDICATOR = "adjudicator", "The adjudicator decides what now applies"
+
+    # Who labels the dimensions that an adjudicator's decision makes apply although the item's
+    # annotators did not answer them (they screened it out, the adjudicator screened it in).
+    screen_in_override = models.CharField(
+        max_length=12, choices=ScreenInOverride.choices, default=ScreenInOverride.RELABEL
+    )
     sampling = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
 
@@ -156,6 +166,10 @@ class Assignment(models.Model):
     selection_reason = models.CharField(max_length=200, blank=True)
     # Added to an item in resolution to break a tie: with this label, a strict majority decides.
     is_tiebreaker = models.BooleanField(default=False)
+    # The keys of the dimensions this assignment labels; null: all of them. Set for the
+    # annotators who label what an adjudicator's decision opened (an item screened in over its
+    # annotators): the decided dimensions are settled for them and not asked.
+    dimension_keys = models.JSONField(null=True, blank=True)
     assigned_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)

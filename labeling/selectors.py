@@ -99,7 +99,7 @@ def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
     issue = assignment.item.issue  # fetched with the assignment
     thread = issue_thread(issue=issue)
     # Categories are not loaded: the page takes each dimension's tree from the cache.
-    dimensions = study_dimensions(study=study)
+    dimensions = assignment_dimensions(assignment=assignment, study=study)
     return LabelingPage(
         assignment=assignment,
         issue=issue,
@@ -147,3 +147,24 @@ def study_dimensions(*, study: Study) -> list[Dimension]:
         as_the_study_says.required = dimension.key in required
         study_view.append(as_the_study_says)
     return study_view
+
+
+def assignment_dimensions(*, assignment: Assignment, study: Study) -> list[Dimension]:
+    """The dimensions the assignment asks, as `study_dimensions` gives them: all of them, or
+    only its `dimension_keys` (what an adjudicator's decision opened, for annotators who have
+    not seen the item). Those were settled for them, so a condition on one of them is left out
+    of the copies: the page asks the dimension without showing the settled answer."""
+    dimensions = study_dimensions(study=study)
+    if assignment.dimension_keys is None:
+        return dimensions
+    asked = set(assignment.dimension_keys)
+    shown = []
+    for dimension in dimensions:
+        if dimension.key not in asked:
+            continue
+        as_asked = copy.copy(dimension)
+        as_asked.applies_when = {
+            key: keys for key, keys in dimension.applies_when.items() if key in asked
+        }
+        shown.append(as_asked)
+    return shown

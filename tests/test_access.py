@@ -96,11 +96,14 @@ def test_admin_edits_a_study_through_the_service(client, study, people, make_use
             **{name: form[name].value() for name in ("name", "description", "status")},
             "blind": "on",
             "name": "Renamed",
+            # Who labels what a screen-in opens may change while the study runs.
+            "screen_in_override": "adjudicator",
             **inline_data,
         },
     )
     assert response.status_code == 302, response.content.decode()[:3000]
     study.refresh_from_db()
     assert study.name == "Renamed"
+    assert study.screen_in_override == "adjudicator"
     assert study.memberships.filter(user=newcomer, role="annotator").exists()
     assert client.get("/admin/labeling/study/add/").status_code == 403

@@ -14,8 +14,9 @@ from rest_framework.test import APIClient
 
 from exports.jobs import export_job_start
 from exports.services import export_job_run
-from labeling.models import Assignment, StudyItem
+from labeling.models import Assignment, Resolution, StudyItem
 from labeling.services.annotations import DimensionAnswer, assignment_save
+from labeling.services.resolutions import resolution_decide
 from labeling.services.setup import study_member_join
 from tests.conftest import SCREENED_IN
 
@@ -219,3 +220,72 @@ def test_the_issue_api_carries_no_labels(labeled, people, role):
     for url in (f"/api/issues/{labeled['item'].issue_id}/", "/api/issues/?page_size=500"):
         status, body = _get(people[role], url)
         assert status == 200 and MARK not in body and "rationale" not in body, url
+
+
+NOTE = "note-only-the-adjudicator-wrote"
+
+
+def test_an_annotator_labeling_what_a_screen_in_opened_sees_no_one_elses_labels(
+    study, people, make_user
+):
+    """Both annotators screen an item out (with MARK); the adjudicator screens it in (with NOTE):
+    the annotators who label what now applies see nothing of either until they submit, and
+    never the other annotators' labels."""
+    mine = (
+        Assignment.objects.filter(annotator=people["annotator1"], item__study=study)
+        .select_related("item")
+        .order_by("item_id")
+        .first()
+    )
+    item = mine.item
+    theirs = Assignment.objects.get(item=item, annotator=people["annotator2"])
+    for assignment in (mine, theirs):
+        assignment_save(
+            assignment=assignment,
+            user=assignment.annotator,
+            answers=_answers(MARK, screening=["not_a_bug"]),
+            submit=True,
+        )
+    newcomers = [make_user("annotator3"), make_user("annotator4")]
+    for user in newcomers:
+        study_member_join(study=study, user=user, role="annotator")
+    screening = Resolution.objects.get(item=item, dimension__key="screening")
+    resolution_decide(
+        item=item,
+        dimension_key="screening",
+        user=people["adjudicator"],
+        category_keys=["include"],
+        method="adjudicated",
+        note=NOTE,
+        expected_version=screening.version,
+    )
+    labeled = {"study": study, "item": item, "mine": mine, "theirs": theirs}
+    relabeler = newcomers[0]
+    relabeling = Assignment.objects.get(item=item, annotator=relabeler)
+    assert relabeling.dimension_keys and "screening" not in relabeling.dimension_keys
+
+    status, page = _get(relabeler, f"/studies/demo/items/{item.id}/")
+    assert status == 200
+    # Only the dimensions that now apply are asked; the screening is settled, not shown.
+    assert 'data-dimension="screening"' not in page
+    assert 'data-dimension="root_cause"' in page
+    for url in _urls(labeled):
+        body = _get(relabeler, url)[1]
+        assert MARK not in body and NOTE not in body, url
+    assert _get(relabeler, f"/api/studies/demo/items/{item.id}/resolution/")[0] == 404
+    assert _get(relabeler, f"/api/assignments/{theirs.id}/")[0] == 404
+    api_page = APIClient()
+    api_page.force_login(relabeler)
+    asked = api_page.get(f"/api/studies/demo/items/{item.id}/labeling/").json()
+    assert [d["key"] for d in asked["dimensions"]] == relabeling.dimension_keys
+    assert all(not d["applies_when"] for d in asked["dimensions"])
+
+    assignment_save(
+        assignment=relabeling,
+        user=relabeler,
+        answers={k: a for k, a in _answers("relabeled").items() if k != "screening"},
+        submit=True,
+    )
+    # Once they submitted: the gold labels and the discussion, never anyone's labels.
+    assert _leaks(relabeler, labeled) == []
+    assert _get(relabeler, f"/api/studies/demo/items/{item.id}/resolution/")[0] == 200

@@ -252,6 +252,18 @@ class StudySetupForm(SampleRuleForm):
         initial=Study.ResolutionRule.ADJUDICATION,
         label="Resolution",
     )
+    # Not required: a form posted without it (an older page) keeps the default.
+    screen_in_override = forms.TypedChoiceField(
+        choices=Study.ScreenInOverride.choices,
+        required=False,
+        empty_value=Study.ScreenInOverride.RELABEL,
+        initial=Study.ScreenInOverride.RELABEL,
+        label="Screened in over the annotators",
+        help_text=(
+            "When an adjudicator screens in an item its annotators screened out, who labels "
+            "the dimensions that now apply."
+        ),
+    )
     pilot_size = forms.IntegerField(
         required=False,
         min_value=1,
@@ -314,6 +326,7 @@ class StudySetupForm(SampleRuleForm):
             "overlap": data["overlap"] / 100,
             "blind": data["blind"],
             "resolution_rule": data["resolution_rule"],
+            "screen_in_override": data["screen_in_override"],
             "annotators": list(data["annotators"]),
             "managers": managers,
             "adjudicators": list(data["adjudicators"]),

@@ -136,6 +136,8 @@ def _assignment_write(
             f"Unknown dimension {', '.join(unknown)} for this study's codebook.",
             extra={"dimensions": unknown},
         )
+    if assignment.dimension_keys is not None:
+        dimensions, answers = _in_scope(assignment.dimension_keys, dimensions, answers)
     answers = _answers_to_recheck(answers, dimensions, flagged, final=_is_final(assignment))
     _check_lengths(answers, dimensions)
     categories = _categories_by_dimension(
@@ -202,6 +204,34 @@ def _assignment_write(
     if submit:
         item_resolution_update(item=assignment.item)
     return assignment
+
+
+def _in_scope(
+    scope: list[str],
+    dimensions: Mapping[str, Dimension],
+    answers: Mapping[str, DimensionAnswer],
+) -> tuple[dict[str, Dimension], dict[str, DimensionAnswer]]:
+    """The dimensions an assignment that labels only some of them asks (`dimension_keys`), and
+    its answers on them. The others were settled before the annotator got the item (an
+    adjudicator screened it in): an empty answer on one is what a form showing only the asked
+    ones sends and is left out; a real one is refused. Leaving them out of the dimensions also
+    makes a condition on them rule nothing out when the submit is checked."""
+    asked = set(scope)
+    given = sorted(
+        key for key, answer in answers.items() if key not in asked and answer != DimensionAnswer()
+    )
+    if given:
+        names = ", ".join(dimensions[key].name for key in given)
+        raise ApplicationError(
+            f"{names} of this item {'was' if len(given) == 1 else 'were'} settled before you "
+            "got it: you are asked only "
+            f"{', '.join(d.name for key, d in dimensions.items() if key in asked)}.",
+            extra={"dimensions": given},
+        )
+    return (
+        {key: d for key, d in dimensions.items() if key in asked},
+        {key: answer for key, answer in answers.items() if key in asked},
+    )
 
 
 def _answers_to_recheck(

@@ -5,6 +5,12 @@ An item goes to resolution once every one of its assignments is submitted (at le
 dimensions answered alike become consensus resolutions at once, a majority decides where the
 study says so (or a tie-breaker labeled the item), and the rest wait in the disagreement queue
 for an adjudicator or a manager. From then on the annotators' labels no longer change.
+
+A decision may make dimensions apply that the annotators did not answer: they screened the item
+out, the adjudicator screens it in. Unless the study leaves those to the adjudicator
+(`Study.screen_in_override`), they go back to labeling by annotators who have not seen the item
+(`access.item_blind_annotators`), as many as the item needs, who are asked only those; the item
+waits for them as for a tie-breaker, and their labels are then resolved as usual.
 """
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -19,15 +25,21 @@ from labeling.access import (
     item_can_resolve,
     study_roles,
 )
-from labeling.disagreements import item_outcomes_for, tiebreaker_candidates
+from labeling.disagreements import (
+    item_labels_and_relabels,
+    item_outcomes_for,
+    item_relabels,
+    tiebreaker_candidates,
+)
 from labeling.models import (
     Assignment,
     DiscussionComment,
     Resolution,
     ResolutionRevision,
+    Study,
     StudyItem,
 )
-from labeling.resolution_rules import DimensionOutcome, DimensionState
+from labeling.resolution_rules import DimensionOutcome, DimensionState, Relabel, relabel_plan
 from labeling.selectors import study_dimensions
 from taxonomy.models import Category, Dimension
 from taxonomy.selectors import categories_by_key
@@ -73,7 +85,7 @@ def item_resolution_update(*, item: StudyItem) -> StudyItem:
     _resolutions_write_automatic(
         item=item, outcomes=[o for o in outcomes if o.state in AUTOMATIC_NOTES]
     )
-    open_states = {DimensionState.OPEN, DimensionState.WAITING}
+    open_states = {DimensionState.OPEN, DimensionState.WAITING, DimensionState.RELABELING}
     status = (
         StudyItem.Status.IN_RESOLUTION
         if any(outcome.state in open_states for outcome in outcomes)
@@ -101,7 +113,10 @@ def resolution_decide(
     Any categories of the dimension may be chosen, not only those the annotators proposed.
     `expected_version` is the version of the resolution the decider saw (0 or None: none yet);
     when someone decided meanwhile, ConflictError carries their decision and nothing changes.
-    Deciding again is allowed (a revision keeps the earlier decision).
+    Deciding again is allowed (a revision keeps the earlier decision). A decision that makes
+    dimensions apply which the annotators did not answer sends them to annotators who have not
+    seen the item (`_item_relabel`); when the study has too few of them, ApplicationError says
+    so and nothing changes. A dimension those annotators are labeling is not decided meanwhile.
     """
     item = (
         StudyItem.objects.select_for_update(of=("self",))
@@ -141,6 +156,16 @@ def resolution_decide(
         raise ApplicationError(f"{dimension.name} takes one category.")
     if not dimension.multi_label and dimension.required and not keys:
         raise ApplicationError(f"{dimension.name} needs a category.")
+    states = {
+        outcome.dimension.key: outcome.state
+        for outcome in item_outcomes_for(item=item, dimensions=study_dimensions(study=item.study))
+    }
+    if states.get(dimension.key) == DimensionState.RELABELING:
+        raise ApplicationError(
+            f"{dimension.name} of this item is being labeled by annotators who have not seen "
+            "it; decide it once they have submitted.",
+            extra={"dimension": dimension.key},
+        )
     current = Resolution.objects.select_for_update().filter(item=item, dimension=dimension).first()
     seen = expected_version or 0
     if (current.version if current else 0) != seen:
@@ -156,8 +181,76 @@ def resolution_decide(
         note=strip_nul(note or "").strip()[:MAX_NOTE],
         user=user,
     )
+    _item_relabel(item=item, decided=dimension, user=user)
     item_resolution_update(item=item)
     return resolution
+
+
+def _item_relabel(*, item: StudyItem, decided: Dimension, user: AbstractBaseUser) -> None:
+    """After a decision: withdraw the relabeling that no longer applies, and give the dimensions
+    the decision made apply, which fewer annotators answered than the item needs, to as many
+    annotators who have not seen it (blind), asked only those dimensions. The caller holds the
+    item's row lock and has written the decision; an error rolls it back with everything."""
+    dimensions = study_dimensions(study=item.study)
+    every_label, relabels = item_labels_and_relabels(item_ids=[item.id])
+    labels = every_label.get(item.id, {})
+    relabel = relabels.get(item.id, Relabel())
+    outcomes = item_outcomes_for(item=item, dimensions=dimensions, labels=labels, relabel=relabel)
+    _relabeling_withdraw(item=item, outcomes=outcomes, decided=decided)
+    if item.study.screen_in_override != Study.ScreenInOverride.RELABEL:
+        return
+    scope, needed = relabel_plan(
+        dimensions=dimensions,
+        outcomes=outcomes,
+        labels=labels,
+        relabel=relabel,
+        needed=item.annotators_needed,
+    )
+    if not needed:
+        return
+    names = ", ".join(d.name for d in dimensions if d.key in scope)
+    candidates = tiebreaker_candidates(item=item)
+    if len(candidates) < needed:
+        raise ApplicationError(
+            f"With this decision {names} apply, which {needed} more annotator"
+            f"{'s' if needed > 1 else ''} must label blind; the study has {len(candidates)} "
+            "annotator(s) who have not seen the item. Add annotators to the study, or have a "
+            "manager set the study so that the adjudicator decides what a screen-in opens.",
+            extra={"dimensions": scope, "needed": needed, "available": len(candidates)},
+        )
+    reason = f"blind relabeling after {user.get_username()} decided {decided.name}"
+    Assignment.objects.bulk_create(
+        [
+            Assignment(
+                item=item, annotator=annotator, dimension_keys=scope, selection_reason=reason[:200]
+            )
+            for annotator in candidates[:needed]
+        ]
+    )
+    if item.status != StudyItem.Status.IN_RESOLUTION:
+        item.status = StudyItem.Status.IN_RESOLUTION
+        item.save(update_fields=["status"])
+
+
+def _relabeling_withdraw(
+    *, item: StudyItem, outcomes: list[DimensionOutcome], decided: Dimension
+) -> None:
+    """Skip the unfinished relabeling of dimensions that no longer apply (the screening was
+    decided again, out): their drafts stay in the history, as for any skipped assignment."""
+    gone = {o.dimension.key for o in outcomes if o.state == DimensionState.NOT_APPLICABLE}
+    for assignment in Assignment.objects.filter(
+        item=item,
+        dimension_keys__isnull=False,
+        status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT],
+    ):
+        if set(assignment.dimension_keys) <= gone:
+            assignment.status = Assignment.Status.SKIPPED
+            assignment.skip_reason = (
+                "withdrawn: the dimensions it was to label no longer apply after "
+                f"{decided.name} was decided again"
+            )
+            assignment.version += 1
+            assignment.save(update_fields=["status", "skip_reason", "version"])
 
 
 def _resolution_write(
@@ -324,9 +417,21 @@ def item_tiebreaker_request(
             "who has not seen the item can.",
             extra={"annotator": annotator.get_username()},
         )
+    # On an item whose dimensions went to annotators who have not seen it, the tie-breaker
+    # too labels what is still undecided, the rest being settled for them.
+    scope = None
+    if item_relabels(item_ids=[item.id]):
+        scope = [
+            outcome.dimension.key
+            for outcome in item_outcomes_for(
+                item=item, dimensions=study_dimensions(study=item.study)
+            )
+            if outcome.state not in (DimensionState.RESOLVED, DimensionState.NOT_APPLICABLE)
+        ]
     return Assignment.objects.create(
         item=item,
         annotator=annotator,
         is_tiebreaker=True,
+        dimension_keys=scope,
         selection_reason=f"tie-breaker asked by {user.get_username()}",
     )

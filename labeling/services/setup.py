@@ -17,6 +17,7 @@ from django.db.models import Count
 from common.exceptions import ApplicationError
 from corpus.models import Issue
 from corpus.selectors import IssueSelection, SelectedIssue, issue_selection
+from labeling.access import item_blind_annotators
 from labeling.models import Assignment, Membership, Round, Study
 from labeling.sampling import ALGORITHM, Candidate, rounds_split, sample
 from labeling.services.studies import (
@@ -146,6 +147,7 @@ def study_setup(
     overlap: float = 1.0,
     blind: bool = True,
     resolution_rule: str = Study.ResolutionRule.ADJUDICATION,
+    screen_in_override: str = Study.ScreenInOverride.RELABEL,
     required_dimensions: Sequence[str] | None = None,
     description: str = "",
     annotators: Sequence[AbstractBaseUser] = (),
@@ -178,6 +180,7 @@ def study_setup(
         k=k,
         blind=blind,
         resolution_rule=resolution_rule,
+        screen_in_override=screen_in_override,
         required_dimensions=required_dimensions,
         annotators=annotators,
         managers=managers,
@@ -265,7 +268,11 @@ def study_workload_rebalance(*, study: Study) -> int:
         a.pk: list(
             Assignment.objects.filter(
                 item__study=study, annotator=a, status=Assignment.Status.TODO, started_at=None
-            ).order_by("-item_id")
+            )
+            # A tie-breaker's or a blind relabeling's annotator was chosen among those who have
+            # not seen the item; moving it to whoever is idlest could hand it to someone who has.
+            .filter(is_tiebreaker=False, dimension_keys__isnull=True)
+            .order_by("-item_id")
         )
         for a in annotators
     }
@@ -340,6 +347,10 @@ def annotator_open_items_reassign(
     moved = 0
     for assignment in unfinished:
         candidates = [a for a in others if a.pk not in holders[assignment.item_id]]
+        if assignment.is_tiebreaker or assignment.dimension_keys is not None:
+            # Labeled blind once the item's labels exist: only by someone who has not seen them.
+            blind = set(item_blind_annotators(item=assignment.item).values_list("pk", flat=True))
+            candidates = [a for a in candidates if a.pk in blind]
         if not candidates:
             continue
         target = min(candidates, key=lambda a: (loads.get(a.pk, 0), a.get_username()))
@@ -356,7 +367,11 @@ def annotator_open_items_reassign(
             assignment.version += 1
             assignment.save(update_fields=["status", "skip_reason", "version"])
             Assignment.objects.create(
-                item=assignment.item, annotator=target, selection_reason=reason
+                item=assignment.item,
+                annotator=target,
+                selection_reason=reason,
+                is_tiebreaker=assignment.is_tiebreaker,
+                dimension_keys=assignment.dimension_keys,
             )
         moved += 1
     return moved

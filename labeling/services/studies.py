@@ -27,6 +27,7 @@ def study_create(
     k: int = 2,
     blind: bool = True,
     resolution_rule: str = Study.ResolutionRule.ADJUDICATION,
+    screen_in_override: str = Study.ScreenInOverride.RELABEL,
     required_dimensions: Sequence[str] | None = None,
     annotators: Sequence[AbstractBaseUser] = (),
     managers: Sequence[AbstractBaseUser] = (),
@@ -51,6 +52,12 @@ def study_create(
         )
     if resolution_rule == Study.ResolutionRule.MAJORITY and k < 3:
         raise ApplicationError("A majority decides only with k = 3 annotators or more.")
+    if screen_in_override not in Study.ScreenInOverride.values:
+        raise ApplicationError(
+            f"Who labels what a screen-in opens is one of "
+            f"{', '.join(Study.ScreenInOverride.values)}.",
+            extra={"screen_in_override": screen_in_override},
+        )
     if required_dimensions is not None:
         known = set(codebook_version.dimensions.values_list("key", flat=True))
         unknown = sorted(set(required_dimensions) - known)
@@ -69,6 +76,7 @@ def study_create(
         k=k,
         blind=blind,
         resolution_rule=resolution_rule,
+        screen_in_override=screen_in_override,
         preassign=bool(annotators),
         required_dimensions=required_dimensions,
         sampling=sampling or {},

@@ -475,3 +475,71 @@ def test_an_item_id_beyond_any_database_integer_is_a_404(client, study, people, 
     client.force_login(people["manager"])
     response = client.get(f"/api/studies/demo/items/{2**64}/{route}/")
     assert response.status_code == 404
+
+
+# ------------------------------------------------- an adjudicator screens in a screened-out item
+
+OPENED = {key: keys for key, keys in FIRST.items() if key != "screening"}
+NOT_A_BUG = {"screening": ["not_a_bug"]}
+
+
+def test_screening_in_over_the_api_sends_the_opened_dimensions_to_new_blind_annotators(
+    api, study, people, make_user
+):
+    first = label(study, people["annotator1"], NOT_A_BUG)
+    second = label(study, people["annotator2"], NOT_A_BUG)
+    item = StudyItem.objects.get(pk=first.item_id)
+    assert second.item_id == item.id
+    newcomers = [make_user("annotator3"), make_user("annotator4")]
+    for user in (*newcomers, people["adjudicator"]):
+        study_member_add(study=study, user=user, role="annotator")
+    client = api("adjudicator")
+    view = client.get(item_url(item, "resolution")).json()
+    (screening,) = [row for row in view["dimensions"] if row["dimension"] == "screening"]
+
+    decided = decide(
+        client, item, "screening", ["include"], version=screening["resolution"]["version"]
+    )
+
+    assert decided.status_code == 200, decided.json()
+    view = client.get(item_url(item, "resolution")).json()
+    assert view["item"]["status"] == "in_resolution"
+    states = {row["dimension"]: row["state"] for row in view["dimensions"]}
+    assert states.pop("screening") == "resolved"
+    assert set(states.values()) == {"relabeling"}
+    assert view["waiting_for"] == ["annotator3", "annotator4"]
+    assert view["tiebreaker_candidates"] == []
+    early = decide(client, item, "root_cause", ["api_misuse"])
+    assert early.status_code == 400 and "have not seen" in early.json()["error"]["message"]
+
+    for user, root_cause in zip(newcomers, ("api_misuse", "configuration_error"), strict=True):
+        own = api(user)
+        asked = own.get(item_url(item, "labeling")).json()
+        assert "screening" not in [row["key"] for row in asked["dimensions"]]
+        assert own.get(item_url(item, "resolution")).status_code == 404  # blind until submitted
+        assignment = asked["assignment"]["id"]
+        refused = own.post(
+            f"/api/assignments/{assignment}/submit/",
+            {"answers": {"screening": {"categories": ["include"]}}},
+            format="json",
+        )
+        assert refused.status_code == 400
+        answers = {**OPENED, "root_cause": [root_cause]}
+        submitted = own.post(
+            f"/api/assignments/{assignment}/submit/",
+            {"answers": {key: {"categories": keys} for key, keys in answers.items()}},
+            format="json",
+        )
+        assert submitted.status_code == 200, submitted.json()
+
+    rows = client.get("/api/studies/demo/disagreements/").json()["results"]
+    assert [(row["dimension"], row["answers"]) for row in rows] == [
+        ("root_cause", {"annotator3": ["api_misuse"], "annotator4": ["configuration_error"]})
+    ]
+    tiebreak = client.post(
+        item_url(item, "tiebreaker"), {"annotator": "adjudicator"}, format="json"
+    )
+    assert tiebreak.status_code == 400
+    assert decide(client, item, "root_cause", ["api_misuse"]).status_code == 200
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.RESOLVED

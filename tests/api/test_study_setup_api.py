@@ -622,3 +622,27 @@ def test_the_schema_describes_the_setup_endpoints(api, study):
         assert path in paths, path
     issue_filters = {parameter["name"] for parameter in paths["/api/issues/"]["get"]["parameters"]}
     assert {"search", "labels"} <= issue_filters
+
+
+def test_who_labels_what_a_screen_in_opens_is_set_at_creation(api, codebook_version, sample_issues):
+    response = api("creator").post(
+        "/api/studies/",
+        body(codebook_version, screen_in_override="adjudicator"),
+        format="json",
+    )
+    assert response.status_code == 201, response.json()
+    assert response.json()["screen_in_override"] == "adjudicator"
+    assert Study.objects.get(slug="paper").screen_in_override == "adjudicator"
+
+    wrong = api("creator").post(
+        "/api/studies/",
+        body(codebook_version, slug="wrong", screen_in_override="annotators"),
+        format="json",
+    )
+    assert wrong.status_code == 400
+    assert "screen_in_override" in wrong.json()["error"]["details"]
+
+    default = api("creator").post(
+        "/api/studies/", body(codebook_version, slug="default"), format="json"
+    )
+    assert default.json()["screen_in_override"] == "relabel"

@@ -15,7 +15,7 @@ from labeling.disagreements import (
     item_resolution_view,
     tiebreaker_candidates,
 )
-from labeling.models import Assignment, Resolution, ResolutionRevision, StudyItem
+from labeling.models import Assignment, Resolution, ResolutionRevision, Study, StudyItem
 from labeling.resolution_rules import DimensionState
 from labeling.services.annotations import DimensionAnswer, assignment_save
 from labeling.services.resolutions import (
@@ -23,6 +23,7 @@ from labeling.services.resolutions import (
     item_tiebreaker_request,
     resolution_decide,
 )
+from labeling.services.setup import annotator_remove, study_workload_rebalance
 from labeling.services.studies import study_create, study_member_add
 from tests.conftest import SCREENED_IN, require_postgres
 
@@ -118,6 +119,10 @@ def test_a_disagreement_waits_in_the_queue_for_the_adjudicator(item, annotators,
 
 
 def test_a_screening_disagreement_settles_first_then_what_depends_on_it(item, annotators, people):
+    # The adjudicator decides what the screening opens (the study's choice; by default new
+    # annotators label it, see the tests at the end).
+    Study.objects.filter(pk=item.study_id).update(screen_in_override="adjudicator")
+    item.study.refresh_from_db()
     first, second = annotators
     submit(item, first)
     submit(item, second, labels={"screening": ["not_a_bug"]})
@@ -360,3 +365,243 @@ def test_two_last_submissions_at_once_still_resolve_the_item(study, annotators):
     item.refresh_from_db()
     assert item.status == StudyItem.Status.RESOLVED
     assert gold(item)["root_cause"] == ("consensus", ["api_misuse"])
+
+
+# An adjudicator screens in an item its annotators screened out: the dimensions that now apply
+# go to annotators who have not seen the item, never to the adjudicator.
+
+SCREENED_OUT = {"screening": ["not_a_bug"]}
+# What an annotator who relabels an item screened in by an adjudicator answers: every dimension
+# but the screening, which is settled.
+OPENED = {key: keys for key, keys in SCREENED_IN.items() if key != "screening"}
+DEPENDENT = [
+    "symptom",
+    "root_cause",
+    "fix_pattern",
+    "debugging_practice",
+    "testing_practice",
+    "test_escape_reason",
+    "training_stage",
+    "parallel_feature",
+]
+
+
+@pytest.fixture
+def newcomers(item, people, make_user):
+    """Two more annotators of the study, and the adjudicator made an annotator too: the one
+    person who must never be picked to label the item blind."""
+    users = [make_user("annotator3"), make_user("annotator4")]
+    for user in (*users, people["adjudicator"]):
+        study_member_add(study=item.study, user=user, role="annotator")
+    return users
+
+
+def screen_in(item, user, note="the traceback shows a DeepSpeed bug"):
+    current = Resolution.objects.filter(item=item, dimension__key="screening").first()
+    return resolution_decide(
+        item=item,
+        dimension_key="screening",
+        user=user,
+        category_keys=["include"],
+        method="adjudicated",
+        note=note,
+        expected_version=current.version if current else 0,
+    )
+
+
+def relabelers(item):
+    return list(
+        Assignment.objects.filter(item=item, dimension_keys__isnull=False)
+        .select_related("annotator")
+        .order_by("annotator__username")
+    )
+
+
+def test_screening_in_what_both_screened_out_sends_the_rest_to_new_blind_annotators(
+    item, annotators, people, newcomers
+):
+    first, second = annotators
+    submit(item, first, labels=SCREENED_OUT)
+    submit(item, second, labels={"screening": ["duplicate"]})
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.IN_RESOLUTION
+    resolution_decide(
+        item=item,
+        dimension_key="screening",
+        user=people["manager"],
+        category_keys=["not_a_bug"],
+        method="adjudicated",
+    )
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.RESOLVED  # screened out: nothing else applies
+
+    screen_in(item, people["adjudicator"])
+
+    item.refresh_from_db()
+    assert gold(item) == {"screening": ("adjudicated", ["include"])}
+    # Back to labeling for what now applies: the item waits, as for a tie-breaker.
+    assert item.status == StudyItem.Status.IN_RESOLUTION
+    new = relabelers(item)
+    assert [a.annotator.username for a in new] == ["annotator3", "annotator4"]
+    assert all(a.dimension_keys == DEPENDENT for a in new)
+    assert all(a.status == Assignment.Status.TODO and not a.is_tiebreaker for a in new)
+    assert all("adjudicator" in a.selection_reason for a in new)
+    states = {row.dimension.key: row.state for row in item_resolution_view(item=item).rows}
+    assert states["screening"] == DimensionState.RESOLVED
+    assert {states[key] for key in DEPENDENT} == {"relabeling"}
+    # Nothing to decide while they label: not in the queue, refused by the service.
+    assert disagreement_list(study=item.study) == []
+    with pytest.raises(ApplicationError, match="annotators who have not seen"):
+        resolution_decide(
+            item=item,
+            dimension_key="root_cause",
+            user=people["adjudicator"],
+            category_keys=["api_misuse"],
+            method="adjudicated",
+        )
+    # The adjudicator who overrode is never a blind annotator nor a tie-breaker of the item.
+    assert tiebreaker_candidates(item=item) == []
+
+    third, fourth = newcomers
+    submit(item, third, labels=OPENED)
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.IN_RESOLUTION  # annotator4 has still to label
+    submit(item, fourth, labels=OPENED, root_cause=["configuration_error"])
+
+    # The usual resolution, among the annotators who labeled those dimensions.
+    resolved = gold(item)
+    assert resolved["symptom"] == ("consensus", ["crash"])
+    assert resolved["training_stage"] == ("consensus", ["model_initialization"])
+    assert "root_cause" not in resolved
+    rows = disagreement_list(study=item.study)
+    assert [(row.dimension.key, row.answers) for row in rows] == [
+        (
+            "root_cause",
+            {
+                "annotator3": frozenset({"api_misuse"}),
+                "annotator4": frozenset({"configuration_error"}),
+            },
+        )
+    ]
+    # The relabelers answered no screening: none is stored for them.
+    assert not Assignment.objects.get(item=item, annotator=third).annotations.filter(
+        dimension__key="screening"
+    )
+    with pytest.raises(ApplicationError, match="cannot break this tie"):
+        item_tiebreaker_request(item=item, user=people["manager"], annotator=people["adjudicator"])
+    resolution_decide(
+        item=item,
+        dimension_key="root_cause",
+        user=people["adjudicator"],
+        category_keys=["api_misuse"],
+        method="adjudicated",
+    )
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.RESOLVED
+    # Agreement on the opened dimensions is that of the annotators who labeled them.
+    report = study_agreement_report(study=item.study)["dimensions"]["root_cause"]
+    assert report["n_annotators"] == 2 and report["percent_agreement"] == 0.0
+
+
+def test_a_relabeler_answers_only_the_opened_dimensions(item, annotators, people, newcomers):
+    for user in annotators:
+        submit(item, user, labels=SCREENED_OUT)
+    screen_in(item, people["adjudicator"])
+    third = newcomers[0]
+    with pytest.raises(ApplicationError, match="Screening"):
+        submit(item, third, labels=SCREENED_IN)  # the screening is not theirs to answer
+    assert not Assignment.objects.get(item=item, annotator=third).annotations.exists()
+    # The labeling form sends every dimension; an empty screening is no answer and is ignored.
+    assignment = submit(item, third, labels=OPENED, screening=[])
+    assert assignment.status == Assignment.Status.SUBMITTED
+    assert sorted(a.dimension.key for a in assignment.annotations.all()) == sorted(
+        key for key in DEPENDENT if key in OPENED
+    )
+
+
+def test_screening_in_is_refused_when_too_few_annotators_have_not_seen_the_item(
+    item, annotators, people
+):
+    study_member_add(study=item.study, user=people["adjudicator"], role="annotator")
+    for user in annotators:
+        submit(item, user, labels=SCREENED_OUT)
+    before = gold(item)
+    with pytest.raises(ApplicationError, match="have not seen") as refused:
+        screen_in(item, people["adjudicator"])
+    assert "adjudicator" in refused.value.message  # names the study's other choice
+    assert gold(item) == before  # nothing was stored
+    assert Assignment.objects.filter(item=item).count() == 2
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.RESOLVED
+
+
+def test_one_annotator_screened_in_one_more_blind_annotator_joins_them(
+    item, annotators, people, newcomers
+):
+    first, second = annotators
+    submit(item, first)
+    submit(item, second, labels=SCREENED_OUT)
+    assert [row.dimension.key for row in disagreement_list(study=item.study)] == ["screening"]
+    screen_in(item, people["adjudicator"])
+    (new,) = relabelers(item)  # annotator1 answered them already: one more is enough
+    assert new.annotator.username == "annotator3"
+    submit(item, new.annotator, labels=OPENED)
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.RESOLVED
+    assert gold(item)["root_cause"] == ("consensus", ["api_misuse"])
+
+
+def test_screening_out_again_withdraws_the_unfinished_relabeling(
+    item, annotators, people, newcomers
+):
+    for user in annotators:
+        submit(item, user, labels=SCREENED_OUT)
+    screen_in(item, people["adjudicator"])
+    current = Resolution.objects.get(item=item, dimension__key="screening")
+    resolution_decide(
+        item=item,
+        dimension_key="screening",
+        user=people["manager"],
+        category_keys=["out_of_scope"],
+        method="discussion",
+        expected_version=current.version,
+    )
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.RESOLVED
+    assert {a.status for a in relabelers(item)} == {Assignment.Status.SKIPPED}
+    assert all("no longer apply" in a.skip_reason for a in relabelers(item))
+
+
+def test_the_study_may_leave_the_opened_dimensions_to_the_adjudicator(
+    item, annotators, people, newcomers
+):
+    Study.objects.filter(pk=item.study_id).update(screen_in_override="adjudicator")
+    item.study.refresh_from_db()
+    for user in annotators:
+        submit(item, user, labels=SCREENED_OUT)
+    screen_in(item, people["adjudicator"])
+    assert relabelers(item) == []
+    assert {row.dimension.key for row in disagreement_list(study=item.study)} >= {
+        "symptom",
+        "root_cause",
+    }
+    # Even so, the adjudicator who decided is no tie-breaker of the item.
+    assert [u.username for u in tiebreaker_candidates(item=item)] == ["annotator3", "annotator4"]
+
+
+def test_a_relabeling_assignment_is_never_handed_to_someone_who_saw_the_item(
+    item, annotators, people, newcomers
+):
+    for user in annotators:
+        submit(item, user, labels=SCREENED_OUT)
+    screen_in(item, people["adjudicator"])
+    third = newcomers[0]
+    # annotator3 leaves: annotator4 holds the item already, the adjudicator decided it.
+    annotator_remove(study=item.study, user=third)
+    assert people["adjudicator"].pk not in set(
+        Assignment.objects.filter(item=item).values_list("annotator_id", flat=True)
+    )
+    study_workload_rebalance(study=item.study)
+    assert people["adjudicator"].pk not in set(
+        Assignment.objects.filter(item=item).values_list("annotator_id", flat=True)
+    )

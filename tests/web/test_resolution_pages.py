@@ -428,3 +428,84 @@ def test_labels_of_an_item_in_resolution_are_read_only_on_the_page(client, item,
     assert "labeling.js" not in html
     fieldsets = re.findall(r'<fieldset [^>]*class="dimension', html)
     assert fieldsets and all(tag.startswith("<fieldset disabled ") for tag in fieldsets)
+
+
+# An adjudicator screens in an item both annotators screened out
+
+
+def browser_form(html: str, answers: dict[str, list[str]]) -> dict:
+    """What the labeling form posts: every dimension of the codebook (the page's fieldsets, and
+    empty fields for those it does not show, as answers_from_form reads them), the version."""
+    version = re.search(r'name="version" value="(\d+)"', html).group(1)
+    data: dict = {"action": "submit", "version": version, "seconds_spent": "30"}
+    for key, keys in answers.items():
+        data[f"dim-{key}"] = keys
+        data[f"rationale-{key}"] = ""
+    return data
+
+
+def test_screening_in_sends_the_opened_dimensions_to_new_annotators_blind(
+    client, item, people, make_user
+):
+    for user in (people["annotator1"], people["annotator2"]):
+        submit(item, user, rationale="not about training", screening=["not_a_bug"])
+    newcomers = [make_user("annotator3"), make_user("annotator4")]
+    for user in (*newcomers, people["adjudicator"]):
+        study_member_add(study=item.study, user=user, role=Membership.Role.ANNOTATOR)
+
+    adjudicator = login(client, "adjudicator")
+    html = adjudicator.get(resolve_url(item)).content.decode()
+    response = adjudicator.post(
+        resolve_url(item),
+        {
+            "action": "decide",
+            "dimension": "screening",
+            "categories": ["include"],
+            "method": "adjudicated",
+            "note": "the fix is in DeepSpeed",
+            "version": form_version(html, "screening"),
+        },
+    )
+    assert response.status_code == 302
+    html = adjudicator.get(response.url).content.decode()
+    assert "annotator3" in html and "annotator4" in html and "have not seen" in html
+    html = adjudicator.get(resolve_url(item)).content.decode()
+    assert "being labeled by annotators who have not seen the item" in html
+    assert "Waiting for annotator3 (blind relabeling" in html
+    assert 'aria-label="Decision on Root cause"' not in html  # nothing to decide meanwhile
+    assert '<option value="adjudicator">' not in html  # never their tie-breaker
+
+    answers = {
+        "symptom": ["crash"],
+        "root_cause": ["api_misuse"],
+        "fix_pattern": ["fix_api_usage"],
+        "debugging_practice": ["error_message_analysis"],
+        "testing_practice": ["no_test_change"],
+        "training_stage": ["model_initialization"],
+    }
+    for user, root_cause in zip(newcomers, ("api_misuse", "configuration_error"), strict=True):
+        client.logout()
+        page = label_page(login(client, user.username), item)
+        # Only the dimensions the screening opened, with the condition settled.
+        assert 'data-dimension="screening"' not in page
+        assert 'data-dimension="root_cause"' in page
+        assert "applies only when" not in page
+        assert "not about training" not in page and "the fix is in DeepSpeed" not in page
+        posted = client.post(
+            f"/studies/demo/items/{item.id}/",
+            browser_form(page, {**answers, "root_cause": [root_cause]}),
+        )
+        assert posted.status_code == 302, posted.content.decode()[:2000]
+    assert (
+        Assignment.objects.filter(
+            item=item, dimension_keys__isnull=False, status=Assignment.Status.SUBMITTED
+        ).count()
+        == 2
+    )
+
+    client.logout()
+    html = login(client, "adjudicator").get(resolve_url(item)).content.decode()
+    assert 'aria-label="Decision on Root cause"' in html
+    assert Resolution.objects.get(item=item, dimension__key="symptom").method == "consensus"
+    item.refresh_from_db()
+    assert item.status == StudyItem.Status.IN_RESOLUTION

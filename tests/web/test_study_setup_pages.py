@@ -527,3 +527,27 @@ def test_managers_and_adjudicators_are_removed_but_never_the_last_manager(
     ):
         response = client.post(url, {"action": "remove_role", **bad}, follow=True)
         assert "Choose a manager or an adjudicator" in response.content.decode()
+
+
+def test_who_labels_what_a_screen_in_opens_is_a_setting_shown_on_the_study_page(
+    client, creator, people, codebook_version, sample_issues
+):
+    login(client, creator)
+    form = client.get("/studies/new/").content.decode()
+    assert 'name="screen_in_override"' in form
+    response = client.post(
+        "/studies/new/", setup_post(codebook_version, people, screen_in_override="adjudicator")
+    )
+    assert response.status_code == 302
+    assert Study.objects.get(slug="fixes").screen_in_override == "adjudicator"
+    overview = client.get(response["Location"]).content.decode()
+    assert "Screened in over the annotators" in overview
+    assert "the adjudicator decides" in overview
+
+    default = client.post(
+        "/studies/new/", setup_post(codebook_version, people, slug="other", name="Other")
+    )
+    assert default.status_code == 302
+    assert Study.objects.get(slug="other").screen_in_override == "relabel"
+    overview = client.get(default["Location"]).content.decode()
+    assert "who have not seen the item" in overview

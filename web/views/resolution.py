@@ -26,6 +26,7 @@ from labeling.disagreements import (
     DisagreementFilter,
     disagreement_list,
     disagreement_queue,
+    item_relabeling,
     item_resolution_view,
 )
 from labeling.models import Resolution, Study, StudyItem
@@ -60,6 +61,7 @@ STATE_WORDS = {
     DimensionState.NOT_APPLICABLE: "does not apply",
     DimensionState.CONSENSUS: "consensus (not recorded yet)",
     DimensionState.MAJORITY: "majority (not recorded yet)",
+    DimensionState.RELABELING: "being labeled by annotators who have not seen the item",
 }
 
 
@@ -302,6 +304,14 @@ def _after_decision(
     done = f"Saved the gold label of {name} for {item.issue}."
     if item.status == StudyItem.Status.RESOLVED:
         done = f"Saved the gold label of {name}: {item.issue} is resolved."
+    relabeling = item_relabeling(item=item)
+    if relabeling:
+        asked = {key for assignment in relabeling for key in assignment.dimension_keys}
+        done += (
+            f" {', '.join(d.name for d in dimensions if d.key in asked)} now apply: "
+            f"{' and '.join(a.annotator.get_username() for a in relabeling)}, who have not seen "
+            "the item, label them blind."
+        )
     same = next((row for row in rows if row.item.id == item.id), None)
     following = same or next(
         (row for row in rows if row.item.id > item.id), rows[0] if rows else None
