@@ -253,6 +253,10 @@ EXPORT_QUEUED_TIMEOUT_SECONDS = env.int("EXPORT_QUEUED_TIMEOUT_SECONDS", default
 # Items read (and progress recorded) at a time by an export job; 0: the exporter's own.
 EXPORT_CHUNK_SIZE = env.int("EXPORT_CHUNK_SIZE", default=0)
 
+# Where the documentation site is served; pages link to its entries (the agreement figures'
+# methods, labeling.agreement_methods).
+DOCS_URL = env("DOCS_URL", default="/docs/")
+
 GITHUB_TOKEN = env("GITHUB_TOKEN", default="")
 GITHUB_API_URL = env("GITHUB_API_URL", default="https://api.github.com")
 
