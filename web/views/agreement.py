@@ -15,10 +15,21 @@ from django.shortcuts import render
 from django.utils.text import slugify
 from django.views.decorators.http import require_safe
 
-from common.tables import Table, table_display_rows
+from common.tables import Column, Table, cell_text, table_display_rows
 from labeling.access import study_can_see_agreement
 from labeling.agreement import DEFAULT_MIN_PAIR_ITEMS
-from labeling.agreement_report import LabelTableFilter, study_agreement_views
+from labeling.agreement_charts import (
+    category_name,
+    dimension_figures,
+    kappa_alpha_chart,
+    warnings_by_kind,
+)
+from labeling.agreement_methods import METHODS_ANCHORS, methods_url
+from labeling.agreement_report import (
+    LabelTableFilter,
+    applies_when_text,
+    study_agreement_views,
+)
 from labeling.agreement_tables import (
     DOWNLOAD_FORMATS,
     REPOSITORY_COLUMN_TITLES,
@@ -35,6 +46,14 @@ from web.forms import AgreementFilterForm
 from web.views.studies import study_or_404
 
 FORMAT_NAMES = {"csv": "CSV", "md": "Markdown", "tex": "LaTeX"}
+# Figures the methods page explains under another figure's entry.
+METHODS_OF = {
+    "percent_agreement_all": "percent_agreement",
+    "weighted_kappa": "cohen_kappa",
+    "kappa": "cohen_kappa",
+    "ci95_wald": "ase",
+}
+_KAPPA_COLUMN = {"kind": "number", "digits": 3}
 # The tables of the page, by the `table` parameter of a download ("dimensions" by default).
 TABLES = ("dimensions", "pairs", "categories", "rounds", "repositories")
 
@@ -116,16 +135,30 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         ]
 
     main = dimension_table(report)
+    # The tables' notes repeat the warnings sentence by sentence (a download needs them); the
+    # page says them once, grouped by kind, above the tables.
+    scopes = [(f"Round {s.round.name}", s.dimensions) for s in statuses]
+    scopes += [(name, summaries) for name, summaries in repositories.items()]
+    warnings = warnings_by_kind(report["dimensions"], scopes=scopes)
+    said = {
+        text
+        for dimensions in [report["dimensions"], *(scope for _, scope in scopes)]
+        for dimension in dimensions.values()
+        for text in dimension["warnings"]
+    }
     entries = {
         "dimensions": _entry(
             main,
             downloads("dimensions"),
             links=[link(dimension=key, pair=None) for key in report["dimensions"]],
             current=list(report["dimensions"]).index(dimension_key) if selected else None,
+            said=said,
         )
     }
     pair = None
+    names: dict[str, str] = {}
     if selected:
+        names = views.category_names.get(dimension_key, {})
         pairs = selected["cohen_kappa"]["pairs"]
         chosen_pair = tuple((filters["pair"] or "").split(",", 1))
         pair = next(
@@ -137,19 +170,57 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
             downloads("pairs"),
             links=[link(dimension=dimension_key, pair=f"{p['a']},{p['b']}") for p in pairs],
             current=pairs.index(pair) if pair else None,
+            said=said,
+            extra=[
+                ("ase", "ASE of κ", [p["ase"] for p in pairs], _KAPPA_COLUMN),
+                (
+                    "ci95_wald",
+                    "κ 95% Wald interval",
+                    [_interval(p["ci95_wald"]) for p in pairs],
+                    {"align": "right"},
+                ),
+            ],
         )
+        categories = categories_table(report, dimension_key)
+        per_category = selected["per_category"]
+        category_keys = [_category_key(row, per_category) for row in categories.rows]
         entries["categories"] = _entry(
-            categories_table(report, dimension_key), downloads("categories")
+            categories,
+            downloads("categories"),
+            said=said,
+            first_cells=[category_name(key, names) for key in category_keys],
+            extra=[
+                (
+                    "fleiss_kappa",
+                    "Fleiss' κ",
+                    [per_category.get(key, {}).get("fleiss_kappa") for key in category_keys],
+                    _KAPPA_COLUMN,
+                ),
+                (
+                    "specific_agreement",
+                    "Specific agreement",
+                    [per_category.get(key, {}).get("specific_agreement") for key in category_keys],
+                    _KAPPA_COLUMN,
+                ),
+            ],
         )
         entries["rounds"] = _entry(
-            rounds_table(statuses, report, dimension_key), downloads("rounds")
+            rounds_table(statuses, report, dimension_key), downloads("rounds"), said=said
         )
     entries["repositories"] = _entry(
         repositories_table(repositories, report),
         downloads("repositories"),
         groups=[(name, len(REPOSITORY_COLUMN_TITLES)) for name in repositories],
         titles=["Dimension", *(REPOSITORY_COLUMN_TITLES * len(repositories))],
+        said=said,
     )
+    min_pair_items = report["filters"]["min_pair_items"]
+    figures = []
+    if selected:
+        figures = [
+            figure | {"methods": _methods(figure["key"])}
+            for figure in dimension_figures(selected, min_pair_items=min_pair_items)
+        ]
     context = {
         "study": study,
         "oversees": True,
@@ -158,16 +229,44 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         "entries": entries,
         "dimension_key": dimension_key,
         "selected": selected,
+        "figures": figures,
+        "applies_when": applies_when_text(selected) if selected else None,
         "pair": pair,
-        "heatmap": heatmap_cells(pair["confusion"])
+        "heatmap": heatmap_cells(
+            pair["confusion"],
+            names=names,
+            row_title=f"rows: {pair['a']}",
+            column_title=f"columns: {pair['b']}",
+        )
         if pair and "matrix" in pair["confusion"]
         else None,
+        "chart": kappa_alpha_chart(report["dimensions"], min_pair_items=min_pair_items),
+        "warnings": warnings,
+        "methods": {key: methods_url(key) for key in METHODS_ANCHORS},
         "round_bars": round_chart_bars(
             [(s.round.name, s.kappa_by_dimension.get(dimension_key)) for s in statuses]
         ),
         "min_pair_items": minimum_overlap,
     }
     return render(request, "web/agreement.html", context, status=status)
+
+
+def _methods(figure_key: str) -> str | None:
+    key = METHODS_OF.get(figure_key, figure_key)
+    return methods_url(key) if key in METHODS_ANCHORS else None
+
+
+def _interval(interval: list[float] | None) -> str | None:
+    if not interval:
+        return None
+    return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
+def _category_key(row: dict, per_category: dict) -> str:
+    """The report key of a row of the per-category table (which shows "(none applies)" for the
+    empty key)."""
+    key = row.get("key", row.get("category", ""))
+    return key if key in per_category else ""
 
 
 def _entry(
@@ -178,25 +277,51 @@ def _entry(
     current: int | None = None,
     groups: list[tuple[str, int]] | None = None,
     titles: list[str] | None = None,
+    said: set[str] = frozenset(),
+    first_cells: list[str] | None = None,
+    extra: list[tuple[str, str, list, dict]] | None = None,
 ) -> dict:
     """What the page's table partial needs: the table, its rows as text cells with their
     alignment, a link on the first cell of each row (when given), the current row, column
-    groups over the header (with `titles`, the column titles under them), and the download
-    links."""
-    alignments = [column.alignment for column in table.columns]
-    header = titles or [column.title for column in table.columns]
+    groups over the header (with `titles`, the column titles under them), the notes the page
+    has not `said` already (its warnings) and the download links.
+
+    For the page only (downloads are the table as it is): `first_cells` replace the first
+    cell of each row (category names for keys), and `extra` columns (key, title, values, Column
+    options) are added after the table's own unless the table has a column of that key. A
+    column whose key is a figure of the methods page links its title there."""
+    columns = list(table.columns)
+    display_rows = table_display_rows(table)
+    for key, title, values, options in extra or []:
+        if any(column.key == key for column in table.columns):
+            continue
+        column = Column(key, title, **options)
+        columns.append(column)
+        for cells, value in zip(display_rows, values, strict=True):
+            cells.append(cell_text(column, value))
+    if first_cells is not None:
+        for cells, first in zip(display_rows, first_cells, strict=True):
+            cells[0] = first
+    alignments = [column.alignment for column in columns]
+    header_titles = (titles or []) + [column.title for column in columns[len(titles or []) :]]
+    header = [
+        (title, align, _methods(column.key))
+        for title, align, column in zip(header_titles, alignments, columns, strict=True)
+    ]
     rows = [
         {
             "cells": list(zip(cells, alignments, strict=True)),
             "link": links[index] if links else None,
             "current": index == current,
         }
-        for index, cells in enumerate(table_display_rows(table))
+        for index, cells in enumerate(display_rows)
     ]
     return {
         "table": table,
-        "header": list(zip(header, alignments, strict=True)),
+        "header": header,
         "rows": rows,
+        "width": len(columns),
+        "notes": [note for note in table.notes if not any(text in note for text in said)],
         "downloads": downloads,
         "groups": groups or [],
     }
