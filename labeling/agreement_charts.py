@@ -226,6 +226,7 @@ def kappa_alpha_chart(dimensions: Mapping[str, dict], *, min_pair_items: int) ->
     return {
         "axis": axis,
         "rows": rows,
+        "has_marks": any(row["marks"] for row in rows),
         "bands": _bands(axis),
         "ticks": _ticks(axis, plot_bottom),
         "zero_x": chart_x(0.0, axis),

@@ -153,3 +153,19 @@ def test_a_pilot_page_reads_at_a_glance_on_a_desktop_and_a_phone(
                 path=os.path.join(SCREENSHOTS, f"{name}-{part}.png")
             )
     assert not page.errors
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_a_study_without_labels_says_so_in_one_line(study, new_page, live_server, width):
+    page = new_page("manager", width=width, height=900)
+    page.goto(f"{live_server.url}/studies/demo/agreement/")
+    warnings = page.locator(".agreement-warnings summary")
+    assert warnings.count() == 1
+    assert warnings.inner_text() == "No item with two or more ratings: every dimension"
+    assert page.get_by_text("No κ or α to chart yet").is_visible()
+    assert page.locator("main").evaluate(OUTSIDE_THE_SCREEN) == []
+    if SCREENSHOTS:
+        page.screenshot(
+            path=os.path.join(SCREENSHOTS, f"agreement-demo-{width}.png"), full_page=True
+        )
+    assert not page.errors

@@ -116,7 +116,7 @@ def test_the_chart_marks_each_dimensions_kappa_and_alpha_with_their_intervals():
         "stage": dimension("Stage", n_items=40, headline=headline(0.7), krippendorff_alpha=0.7),
     }
     chart = kappa_alpha_chart(dimensions, min_pair_items=10)
-    assert chart["axis"] == NARROW_AXIS
+    assert chart["axis"] == NARROW_AXIS and chart["has_marks"]
     symptom, stage = chart["rows"]
     assert (symptom["name"], symptom["shown_name"], symptom["cut"]) == ("Symptom", "Symptom", False)
     assert symptom["summary"] == "κ 0.40 · α 0.52"
@@ -178,7 +178,7 @@ def test_a_dimension_without_items_or_with_an_undefined_kappa_says_so_and_has_no
         min_pair_items=10,
     )
     assert [row["summary"] for row in chart["rows"]] == ["no item rated twice", "κ undefined"]
-    assert all(row["marks"] == [] for row in chart["rows"])
+    assert all(row["marks"] == [] for row in chart["rows"]) and not chart["has_marks"]
 
 
 def test_a_long_dimension_name_is_cut_to_fit_a_phone_and_kept_whole_for_its_title():
