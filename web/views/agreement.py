@@ -1,10 +1,14 @@
 """The agreement page of a study and its downloads.
 
 Every table of the page (per dimension, per pair, per category, per round, per repository) is a
-`common.tables.Table` from `labeling.agreement_tables`: the page shows it as it downloads, and
-every link of the page (dimension tabs, pair selection, downloads) keeps the chosen filters.
+`common.tables.Table` from `labeling.agreement_tables`: the page shows it as it downloads (with
+category names for keys, and a few columns of the report the tables do not carry), and every
+link of the page (dimension tabs, pair selection, downloads) keeps the chosen filters. The
+figures (the κ/α chart, the confusion heatmap, the selected dimension's figures, the warnings
+by kind) are shapes from `labeling.agreement_charts`; each links to its methods entry.
 """
 
+from collections.abc import Set as AbstractSet
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -19,6 +23,7 @@ from common.tables import Column, Table, cell_text, table_display_rows
 from labeling.access import study_can_see_agreement
 from labeling.agreement import DEFAULT_MIN_PAIR_ITEMS
 from labeling.agreement_charts import (
+    NONE_APPLIES_NAME,
     category_name,
     dimension_figures,
     kappa_alpha_chart,
@@ -27,6 +32,7 @@ from labeling.agreement_charts import (
 from labeling.agreement_methods import METHODS_ANCHORS, methods_url
 from labeling.agreement_report import (
     LabelTableFilter,
+    RoundStatus,
     applies_when_text,
     study_agreement_views,
 )
@@ -134,21 +140,10 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
             for extension, name in FORMAT_NAMES.items()
         ]
 
-    main = dimension_table(report)
-    # The tables' notes repeat the warnings sentence by sentence (a download needs them); the
-    # page says them once, grouped by kind, above the tables.
-    scopes = [(f"Round {s.round.name}", s.dimensions) for s in statuses]
-    scopes += [(name, summaries) for name, summaries in repositories.items()]
-    warnings = warnings_by_kind(report["dimensions"], scopes=scopes)
-    said = {
-        text
-        for dimensions in [report["dimensions"], *(scope for _, scope in scopes)]
-        for dimension in dimensions.values()
-        for text in dimension["warnings"]
-    }
+    warnings, said = _page_warnings(report, statuses, repositories)
     entries = {
         "dimensions": _entry(
-            main,
+            dimension_table(report),
             downloads("dimensions"),
             links=[link(dimension=key, pair=None) for key in report["dimensions"]],
             current=list(report["dimensions"]).index(dimension_key) if selected else None,
@@ -181,28 +176,12 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
                 ),
             ],
         )
-        categories = categories_table(report, dimension_key)
-        per_category = selected["per_category"]
-        category_keys = [_category_key(row, per_category) for row in categories.rows]
-        entries["categories"] = _entry(
-            categories,
+        entries["categories"] = _categories_entry(
+            categories_table(report, dimension_key),
+            selected["per_category"],
+            names,
             downloads("categories"),
-            said=said,
-            first_cells=[category_name(key, names) for key in category_keys],
-            extra=[
-                (
-                    "fleiss_kappa",
-                    "Fleiss' κ",
-                    [per_category.get(key, {}).get("fleiss_kappa") for key in category_keys],
-                    _KAPPA_COLUMN,
-                ),
-                (
-                    "specific_agreement",
-                    "Specific agreement",
-                    [per_category.get(key, {}).get("specific_agreement") for key in category_keys],
-                    _KAPPA_COLUMN,
-                ),
-            ],
+            said,
         )
         entries["rounds"] = _entry(
             rounds_table(statuses, report, dimension_key), downloads("rounds"), said=said
@@ -251,6 +230,51 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "web/agreement.html", context, status=status)
 
 
+def _page_warnings(
+    report: dict, statuses: list[RoundStatus], repositories: dict[str, dict[str, dict]]
+) -> tuple[list[dict], set[str]]:
+    """The warnings of the report, its rounds and its repositories grouped by kind, and every
+    sentence of them: the tables' notes repeat the warnings sentence by sentence (a download
+    needs them), the page says them once, above the tables."""
+    scopes = [(f"Round {status.round.name}", status.dimensions) for status in statuses]
+    scopes += list(repositories.items())
+    said = {
+        text
+        for dimensions in [report["dimensions"], *(scope for _, scope in scopes)]
+        for dimension in dimensions.values()
+        for text in dimension["warnings"]
+    }
+    return warnings_by_kind(report["dimensions"], scopes=scopes), said
+
+
+def _categories_entry(
+    table: Table,
+    per_category: dict,
+    names: dict[str, str],
+    downloads: list[tuple[str, str]],
+    said: AbstractSet[str],
+) -> dict:
+    """The per-category table with the categories' names and, beside the table's own columns,
+    each category's Fleiss' κ and specific agreement."""
+    keys = [_category_key(row, per_category) for row in table.rows]
+    figures = [per_category.get(key) or {} for key in keys]
+    return _entry(
+        table,
+        downloads,
+        said=said,
+        first_cells=[None if key is None else category_name(key, names) for key in keys],
+        extra=[
+            ("fleiss_kappa", "Fleiss' κ", [f.get("fleiss_kappa") for f in figures], _KAPPA_COLUMN),
+            (
+                "specific_agreement",
+                "Specific agreement",
+                [f.get("specific_agreement") for f in figures],
+                _KAPPA_COLUMN,
+            ),
+        ],
+    )
+
+
 def _methods(figure_key: str) -> str | None:
     key = METHODS_OF.get(figure_key, figure_key)
     return methods_url(key) if key in METHODS_ANCHORS else None
@@ -262,11 +286,13 @@ def _interval(interval: list[float] | None) -> str | None:
     return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
-def _category_key(row: dict, per_category: dict) -> str:
-    """The report key of a row of the per-category table (which shows "(none applies)" for the
-    empty key)."""
-    key = row.get("key", row.get("category", ""))
-    return key if key in per_category else ""
+def _category_key(row: dict, per_category: dict) -> str | None:
+    """The report key of a row of the per-category table, which shows the empty key as
+    "(none applies)"; None when the row names no category of the report."""
+    shown = row.get("key", row.get("category"))
+    if shown in per_category:
+        return shown
+    return "" if shown == NONE_APPLIES_NAME and "" in per_category else None
 
 
 def _entry(
@@ -277,8 +303,8 @@ def _entry(
     current: int | None = None,
     groups: list[tuple[str, int]] | None = None,
     titles: list[str] | None = None,
-    said: set[str] = frozenset(),
-    first_cells: list[str] | None = None,
+    said: AbstractSet[str] = frozenset(),
+    first_cells: list[str | None] | None = None,
     extra: list[tuple[str, str, list, dict]] | None = None,
 ) -> dict:
     """What the page's table partial needs: the table, its rows as text cells with their
@@ -287,9 +313,9 @@ def _entry(
     has not `said` already (its warnings) and the download links.
 
     For the page only (downloads are the table as it is): `first_cells` replace the first
-    cell of each row (category names for keys), and `extra` columns (key, title, values, Column
-    options) are added after the table's own unless the table has a column of that key. A
-    column whose key is a figure of the methods page links its title there."""
+    cell of each row that has one (category names for keys), and `extra` columns (key, title,
+    values, Column options) are added after the table's own unless the table has a column of
+    that key. A column whose key is a figure of the methods page links its title there."""
     columns = list(table.columns)
     display_rows = table_display_rows(table)
     for key, title, values, options in extra or []:
@@ -301,7 +327,8 @@ def _entry(
             cells.append(cell_text(column, value))
     if first_cells is not None:
         for cells, first in zip(display_rows, first_cells, strict=True):
-            cells[0] = first
+            if first is not None:
+                cells[0] = first
     alignments = [column.alignment for column in columns]
     header_titles = (titles or []) + [column.title for column in columns[len(titles or []) :]]
     header = [
