@@ -253,9 +253,13 @@ EXPORT_QUEUED_TIMEOUT_SECONDS = env.int("EXPORT_QUEUED_TIMEOUT_SECONDS", default
 # Items read (and progress recorded) at a time by an export job; 0: the exporter's own.
 EXPORT_CHUNK_SIZE = env.int("EXPORT_CHUNK_SIZE", default=0)
 
-# Where the documentation site is served; pages link to its entries (the agreement figures'
-# methods, labeling.agreement_methods).
+# The documentation site (docs/, built by `make docs` into DOCS_ROOT). The app's links to it
+# (the agreement page's methods links) start with DOCS_URL. The app serves the built site itself
+# under /docs/ when DOCS_SERVE is on, which by default follows DEBUG; otherwise set DOCS_URL to
+# where the site is published.
 DOCS_URL = env("DOCS_URL", default="/docs/")
+DOCS_ROOT = env("DOCS_ROOT", default=str(BASE_DIR / "site"))
+DOCS_SERVE = env.bool("DOCS_SERVE", default=None)
 
 GITHUB_TOKEN = env("GITHUB_TOKEN", default="")
 GITHUB_API_URL = env("GITHUB_API_URL", default="https://api.github.com")

@@ -29,7 +29,7 @@ from labeling.agreement_charts import (
     kappa_alpha_chart,
     warnings_by_kind,
 )
-from labeling.agreement_methods import METHODS_ANCHORS, methods_url
+from labeling.agreement_methods import methods_url
 from labeling.agreement_report import (
     LabelTableFilter,
     RoundStatus,
@@ -52,12 +52,37 @@ from web.forms import AgreementFilterForm
 from web.views.studies import study_or_404
 
 FORMAT_NAMES = {"csv": "CSV", "md": "Markdown", "tex": "LaTeX"}
-# Figures the methods page explains under another figure's entry.
-METHODS_OF = {
-    "percent_agreement_all": "percent_agreement",
-    "weighted_kappa": "cohen_kappa",
+# The methods entry (a report key of labeling.agreement_methods) of each table column that
+# shows a figure, by column key; the per-category table's columns are its categories' figures.
+COLUMN_METHODS = {
+    "percent_agreement": "percent_agreement",
+    "headline_kappa": "headline",
+    "cohen_kappa": "mean",
+    "weighted_kappa": "weighted_mean",
+    "fleiss_kappa": "fleiss_kappa",
+    "fleiss_kappa_gwet": "fleiss_kappa_gwet",
+    "krippendorff_alpha": "krippendorff_alpha",
+    "interpretation": "interpretation",
     "kappa": "cohen_kappa",
-    "ci95_wald": "ase",
+    "ase": "ase",
+    "ci95_wald": "ci95_wald",
+    "wald_low": "ci95_wald",
+    "wald_high": "ci95_wald",
+}
+CATEGORY_COLUMN_METHODS = {
+    "kappa": "per_category.kappa",
+    "fleiss_kappa": "per_category.fleiss_kappa",
+    "specific_agreement": "per_category.specific_agreement",
+    "support": "per_category.support",
+}
+# The methods entries the page's legends and captions link to, by the name the template uses.
+PAGE_METHODS = {
+    "headline": "headline",
+    "cohen_kappa": "cohen_kappa",
+    "krippendorff_alpha": "krippendorff_alpha",
+    "ase": "ase",
+    "category_fleiss_kappa": "per_category.fleiss_kappa",
+    "specific_agreement": "per_category.specific_agreement",
 }
 _KAPPA_COLUMN = {"kind": "number", "digits": 3}
 # The tables of the page, by the `table` parameter of a download ("dimensions" by default).
@@ -167,12 +192,13 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
             current=pairs.index(pair) if pair else None,
             said=said,
             extra=[
-                ("ase", "ASE of κ", [p["ase"] for p in pairs], _KAPPA_COLUMN),
+                ("ase", "ASE of κ", [p["ase"] for p in pairs], _KAPPA_COLUMN, ()),
                 (
                     "ci95_wald",
                     "κ 95% Wald interval",
                     [_interval(p["ci95_wald"]) for p in pairs],
                     {"align": "right"},
+                    ("wald_low",),
                 ),
             ],
         )
@@ -197,7 +223,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
     figures = []
     if selected:
         figures = [
-            figure | {"methods": _methods(figure["key"])}
+            figure | {"methods": methods_url(figure["key"])}
             for figure in dimension_figures(selected, min_pair_items=min_pair_items)
         ]
     context = {
@@ -221,7 +247,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         else None,
         "chart": kappa_alpha_chart(report["dimensions"], min_pair_items=min_pair_items),
         "warnings": warnings,
-        "methods": {key: methods_url(key) for key in METHODS_ANCHORS},
+        "methods": {name: methods_url(key) for name, key in PAGE_METHODS.items()},
         "round_bars": round_chart_bars(
             [(s.round.name, s.kappa_by_dimension.get(dimension_key)) for s in statuses]
         ),
@@ -264,20 +290,23 @@ def _categories_entry(
         said=said,
         first_cells=[None if key is None else category_name(key, names) for key in keys],
         extra=[
-            ("fleiss_kappa", "Fleiss' κ", [f.get("fleiss_kappa") for f in figures], _KAPPA_COLUMN),
+            (
+                "fleiss_kappa",
+                "Fleiss' κ",
+                [f.get("fleiss_kappa") for f in figures],
+                _KAPPA_COLUMN,
+                (),
+            ),
             (
                 "specific_agreement",
                 "Specific agreement",
                 [f.get("specific_agreement") for f in figures],
                 _KAPPA_COLUMN,
+                (),
             ),
         ],
+        column_methods=CATEGORY_COLUMN_METHODS,
     )
-
-
-def _methods(figure_key: str) -> str | None:
-    key = METHODS_OF.get(figure_key, figure_key)
-    return methods_url(key) if key in METHODS_ANCHORS else None
 
 
 def _interval(interval: list[float] | None) -> str | None:
@@ -305,7 +334,8 @@ def _entry(
     titles: list[str] | None = None,
     said: AbstractSet[str] = frozenset(),
     first_cells: list[str | None] | None = None,
-    extra: list[tuple[str, str, list, dict]] | None = None,
+    extra: list[tuple[str, str, list, dict, tuple[str, ...]]] | None = None,
+    column_methods: dict[str, str] = COLUMN_METHODS,
 ) -> dict:
     """What the page's table partial needs: the table, its rows as text cells with their
     alignment, a link on the first cell of each row (when given), the current row, column
@@ -314,12 +344,13 @@ def _entry(
 
     For the page only (downloads are the table as it is): `first_cells` replace the first
     cell of each row that has one (category names for keys), and `extra` columns (key, title,
-    values, Column options) are added after the table's own unless the table has a column of
-    that key. A column whose key is a figure of the methods page links its title there."""
+    values, Column options, and the keys of the table's columns that show it already) are added
+    after the table's own. A column of `column_methods` links its title to its methods entry."""
     columns = list(table.columns)
     display_rows = table_display_rows(table)
-    for key, title, values, options in extra or []:
-        if any(column.key == key for column in table.columns):
+    shown = {column.key for column in table.columns}
+    for key, title, values, options, shown_as in extra or []:
+        if shown & {key, *shown_as}:
             continue
         column = Column(key, title, **options)
         columns.append(column)
@@ -332,7 +363,11 @@ def _entry(
     alignments = [column.alignment for column in columns]
     header_titles = (titles or []) + [column.title for column in columns[len(titles or []) :]]
     header = [
-        (title, align, _methods(column.key))
+        (
+            title,
+            align,
+            methods_url(column_methods[column.key]) if column.key in column_methods else None,
+        )
         for title, align, column in zip(header_titles, alignments, columns, strict=True)
     ]
     rows = [
