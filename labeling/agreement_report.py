@@ -48,6 +48,8 @@ class DimensionTable:
     scale_values: list[float] | None = None
     # The condition under which the dimension is answered, in names (see `applies_when_text`).
     applies_when: dict | None = None
+    # Every category's name by key, for pages that show the categories to people.
+    category_names: dict[str, str] = field(default_factory=dict)
     item_ids: list[int] = field(default_factory=list)
     annotators: list[str] = field(default_factory=list)
     label_sets: list[frozenset[str]] = field(default_factory=list)
@@ -208,6 +210,11 @@ def study_label_table(
             categories=keys,
             scale_values=_scale_values(dimension, keys, category_rows),
             applies_when=_applies_when(dimension, dimensions, category_rows),
+            category_names={
+                key: name
+                for _, dimension_id, _, key, name, _ in category_rows
+                if dimension_id == dimension.id
+            },
         )
     for (item_id, annotator_id), by_dimension in answers.items():
         annotator = usernames[annotator_id]
@@ -414,6 +421,7 @@ def _split_by_group(
             categories=table.categories,
             scale_values=table.scale_values,
             applies_when=table.applies_when,
+            category_names=table.category_names,
         )
         for group in groups
     }
@@ -460,6 +468,7 @@ def kappa_summary(dimension: dict) -> dict:
         "n_pairs": kappa["n_pairs"],
         "n_pairs_counted": kappa["n_pairs_counted"],
         "warnings": dimension["warnings"],
+        "warning_kinds": dimension["warning_kinds"],
     }
 
 
@@ -565,6 +574,8 @@ class AgreementViews:
     report: dict
     round_statuses: list[RoundStatus]
     by_repository: dict[str, dict[str, dict]]
+    # Per dimension, its categories' names by key (the report speaks in keys).
+    category_names: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def study_agreement_views(
@@ -614,6 +625,7 @@ def study_agreement_views(
             weights=weights,
             min_pair_items=min_pair_items,
         ),
+        category_names={key: table.category_names for key, table in every_round.items()},
     )
 
 

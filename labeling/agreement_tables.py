@@ -7,7 +7,7 @@ overlap the numbers rest on, and the notes carry the report's warnings, so that 
 into a paper says what it counts.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from common.tables import (
@@ -19,6 +19,7 @@ from common.tables import (
     table_latex,
     table_markdown,
 )
+from labeling.agreement_charts import heatmap_layout
 from labeling.agreement_report import RoundStatus, report_rows
 
 # Files a table downloads as: extension -> content type (see table_download).
@@ -397,40 +398,17 @@ def _number(value: float | None) -> str:
     return MISSING if value is None else f"{value:.3f}"
 
 
-def heatmap_cells(confusion: dict, *, cell_size: int = 22) -> dict:
-    """Cells of a confusion heatmap for the labels either annotator used, with a colour scale
-    (white to blue) and the count in each cell."""
-    labels: Sequence[str] = confusion["labels"]
-    matrix = confusion["matrix"]
-    used = [
-        index
-        for index in range(len(labels))
-        if any(matrix[index]) or any(row[index] for row in matrix)
-    ]
-    peak = max((matrix[r][c] for r in used for c in used), default=0) or 1
-    cells = []
-    for row_position, row_index in enumerate(used):
-        for column_position, column_index in enumerate(used):
-            count = matrix[row_index][column_index]
-            shade = int(255 - 200 * count / peak)
-            cells.append(
-                {
-                    "x": column_position * cell_size,
-                    "y": row_position * cell_size,
-                    "count": count,
-                    "fill": f"rgb({shade},{shade + (255 - shade) // 3},255)",
-                    "dark": count / peak > 0.5,
-                    "diagonal": row_index == column_index,
-                    "row_label": labels[row_index] or "(none)",
-                    "column_label": labels[column_index] or "(none)",
-                }
-            )
-    return {
-        "labels": [labels[index] or "(none)" for index in used],
-        "cells": cells,
-        "cell_size": cell_size,
-        "size": len(used) * cell_size,
-    }
+def heatmap_cells(
+    confusion: dict,
+    *,
+    names: Mapping[str, str] | None = None,
+    row_title: str = "",
+    column_title: str = "",
+) -> dict:
+    """Cells of a confusion heatmap for the categories either annotator used, with a colour
+    scale (white to blue), the count in each cell, the categories' `names` (by key) on both
+    axes and the axes' titles; the layout is `labeling.agreement_charts.heatmap_layout`'s."""
+    return heatmap_layout(confusion, names=names, row_title=row_title, column_title=column_title)
 
 
 def round_chart_bars(round_kappas: list[tuple[str, float | None]], *, height: int = 120) -> list:
