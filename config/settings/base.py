@@ -344,6 +344,13 @@ CELERY_BEAT_SCHEDULE = {
         # A tick nobody ran within its minute is superseded by the next one.
         "options": {"queue": INGEST_QUEUE, "expires": 55},
     },
+    # Sync runs whose worker died (a run left "running"), checked twice a lease (at most every
+    # minute): the sync goes on in a new run, and the lost one records why it stopped.
+    "recover-sync-runs": {
+        "task": "ingest.tasks.recover_sync_runs",
+        "schedule": float(min(60, max(1, INGEST_LEASE_SECONDS // 2))),
+        "options": {"queue": INGEST_QUEUE, "expires": 55},
+    },
     # Export jobs whose worker died, checked twice a lease (at most every minute).
     "recover-export-jobs": {
         "task": "exports.tasks.recover_export_jobs",
