@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import PasswordResetForm
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from accounts.password_reset import password_reset_allowed
@@ -34,7 +35,7 @@ class PasswordResetView(auth_views.PasswordResetView):
             return self.get(request, *args, **kwargs)
         return super().post(request, *args, **kwargs)
 
-    def form_valid(self, form: Any) -> HttpResponse:
+    def form_valid(self, form: PasswordResetForm) -> HttpResponse:
         allowed = password_reset_allowed(
             email=form.cleaned_data["email"], client_address=client_address(self.request)
         )
