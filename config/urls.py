@@ -3,11 +3,16 @@ from django.urls import include, path
 
 from web.views.docs import docs, docs_served
 from web.views.health import health
+from web.views.passwords import LoginView, PasswordResetView
 
 urlpatterns = [
     # Unauthenticated, no session; exempt from the HTTPS redirect (SECURE_REDIRECT_EXEMPT) so
     # that a probe on plain HTTP reaches it.
     path("health/", health, name="health"),
+    # Before Django's own: the login page links the reset only where mail can be sent, and the
+    # reset is throttled (web/views/passwords.py).
+    path("accounts/login/", LoginView.as_view(), name="login"),
+    path("accounts/password_reset/", PasswordResetView.as_view(), name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/", include("api.urls")),

@@ -5,6 +5,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from common.exceptions import ApplicationError, PermissionDeniedError
+from common.outage import broker_require
 from exports.models import ExportJob
 from exports.tasks import export_job_enqueue
 from labeling.access import study_can_export, study_roles
@@ -22,7 +23,8 @@ def export_job_start(
 ) -> ExportJob:
     """Queue an export of the study's dataset for one of its managers; the task is sent once
     the job is committed. Pseudonymising means something only with raw labels (nothing else
-    names an annotator), so it is kept only then."""
+    names an annotator), so it is kept only then. Raises ServiceUnavailableError, with nothing
+    written, while the task queue cannot be reached."""
     if not study_can_export(roles=study_roles(study=study, user=user)):
         raise PermissionDeniedError("Exports are for the study's managers.")
     if format not in ExportJob.Format.values:
@@ -30,6 +32,7 @@ def export_job_start(
             f"The format is one of {', '.join(ExportJob.Format.values)}, not {format!r}.",
             {"format": [f"{format!r} is not a format."]},
         )
+    broker_require(action="the export")
     job = ExportJob.objects.create(
         study=study,
         requested_by=user,

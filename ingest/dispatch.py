@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from common.outage import broker_require
 from ingest.models import Source, SyncRun
 from ingest.runs import sync_run_open
 from ingest.tasks import sync_source_enqueue
@@ -27,11 +28,15 @@ def sync_request(
     whose task is sent after commit (`enqueue=False`: the caller executes it itself).
 
     Two requests at once get the same run; an active run that lost its worker is replaced (see
-    `ingest.runs.sync_run_open`).
+    `ingest.runs.sync_run_open`). Raises ServiceUnavailableError, with nothing written, when
+    a task is due and the task queue cannot be reached.
     """
     opened = sync_run_open(
         source=source, requested_by=requested_by, trigger=trigger, with_task=enqueue
     )
     if opened.send_task:
+        # Raised inside this transaction: the run it opened (or the lost one it replaced) is
+        # rolled back with the request instead of waiting for a message that never leaves.
+        broker_require(action="the sync")
         sync_source_enqueue(opened.run)
     return opened.run

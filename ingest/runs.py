@@ -69,8 +69,8 @@ def sync_run_open(
                 active.save(update_fields=["task_id"])
                 return OpenedRun(active, send_task=True)
             return OpenedRun(active, send_task=False)
+        active.error = _lost_reason(active, resumed=True)
         active.status = SyncRun.Status.FAILED
-        active.error = _lost_reason(active)
         active.finished_at = now
         active.lease_expires_at = None
         active.save(update_fields=["status", "error", "finished_at", "lease_expires_at"])
@@ -101,12 +101,22 @@ def _message_may_be_lost(run: SyncRun, now: datetime) -> bool:
     )
 
 
-def _lost_reason(run: SyncRun) -> str:
+def _lost_reason(run: SyncRun, *, resumed: bool) -> str:
+    """Why an active run whose lease expired is lost, from what it had done: a run a worker
+    had claimed lost that worker (killed, out of memory, its machine gone) or the message that
+    would have taken it up again; only a run never claimed was taken by no worker."""
     if run.status == SyncRun.Status.RUNNING:
-        return f"worker lost: {run.worker or 'its worker'} stopped reporting progress"
-    if run.status == SyncRun.Status.WAITING:
-        return "worker lost: nobody resumed the run after the rate-limit reset"
-    return "worker lost: no worker took the run"
+        reason = f"the worker stopped during the run ({run.worker or 'unknown'})"
+    elif run.status == SyncRun.Status.WAITING:
+        reason = "nobody resumed the run after the rate-limit reset"
+    elif run.attempts:
+        reason = "the run stopped between two executions (after a pause or a retry)"
+    else:
+        reason = "no worker took the run"
+    if not resumed:
+        return f"worker lost: {reason}; not resumed while the source is paused"
+    # A new run takes over from the source's cursor: what was stored stays.
+    return f"worker lost: {reason}; {'queued again' if not run.attempts else 'resumed'}"
 
 
 def sync_runs_open_for_due_sources(*, now: datetime | None = None) -> Iterator[OpenedRun]:
@@ -121,6 +131,54 @@ def sync_runs_open_for_due_sources(*, now: datetime | None = None) -> Iterator[O
     for entry in due:
         if entry.source_id in sources:
             yield sync_run_open(source=sources[entry.source_id], trigger=SyncRun.Trigger.SCHEDULE)
+
+
+@dataclass(frozen=True)
+class RecoveredRun:
+    lost_id: int
+    # The run that takes over (None: the source is paused, the lost run only ended).
+    opened: OpenedRun | None
+
+
+def sync_runs_recover_lost(*, now: datetime | None = None) -> Iterator[RecoveredRun]:
+    """Every active run whose lease expired lost its worker (beat's `recover-sync-runs`, every
+    half lease, as exports' `recover-export-jobs`): a worker killed mid-sync leaves its run
+    "running", and Redis would hand its message back only after the visibility timeout of
+    hours. The source's sync goes on in a new run from its cursor (`sync_run_open`, which ends
+    the lost one with the reason); a paused source's lost run only ends, with its reason.
+
+    Yields each as soon as it is committed, so that its task is sent before the next.
+    """
+    now = now or timezone.now()
+    lost = (
+        SyncRun.objects.filter(status__in=SyncRun.ACTIVE_STATUSES, lease_expires_at__lt=now)
+        .select_related("source")
+        .order_by("source_id")
+    )
+    for run in list(lost):
+        if run.source.enabled:
+            opened = sync_run_open(source=run.source, trigger=SyncRun.Trigger.SCHEDULE)
+            yield RecoveredRun(lost_id=run.pk, opened=opened)
+        elif _sync_run_end_lost(run=run, now=now):
+            yield RecoveredRun(lost_id=run.pk, opened=None)
+
+
+@transaction.atomic
+def _sync_run_end_lost(*, run: SyncRun, now: datetime) -> bool:
+    """Fail a paused source's lost run, unless an execution took it up again meanwhile (under
+    the source's lock, which a claim's page commit and `sync_run_open` take too)."""
+    Source.objects.select_for_update().get(pk=run.source_id)
+    ended = SyncRun.objects.filter(
+        pk=run.pk, status=run.status, attempts=run.attempts, lease_expires_at__lt=now
+    ).update(
+        status=SyncRun.Status.FAILED,
+        error=_lost_reason(run, resumed=False),
+        finished_at=now,
+        lease_expires_at=None,
+    )
+    if ended:
+        logger.warning("sync run %s of paused source %s: worker lost", run.pk, run.source_id)
+    return bool(ended)
 
 
 def sync_run_claim(*, run_id: int, worker: str) -> SyncRun | None:

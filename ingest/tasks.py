@@ -20,6 +20,7 @@ from ingest.runs import (
     sync_run_fail,
     sync_run_open,
     sync_runs_open_for_due_sources,
+    sync_runs_recover_lost,
     worker_name,
 )
 from ingest.sync import sync_run_execute
@@ -96,6 +97,18 @@ def sync_due_sources() -> int:
             sync_source_enqueue(opened.run)
         requested += 1
     return requested
+
+
+@shared_task(ignore_result=True)
+def recover_sync_runs() -> int:
+    """Beat's tick: resume (or, for a paused source, end) the runs that lost their worker (see
+    `ingest.runs.sync_runs_recover_lost`). Returns how many."""
+    recovered = 0
+    for entry in sync_runs_recover_lost():
+        if entry.opened is not None and entry.opened.send_task:
+            sync_source_enqueue(entry.opened.run)
+        recovered += 1
+    return recovered
 
 
 def sync_source_enqueue(run: SyncRun) -> None:

@@ -60,6 +60,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # After the messages: its page for htmx requests leaves a message for the reload.
+    "common.outage.QueueOutageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, so that it turns a lockout flagged by the backend into the 429 page.
@@ -241,6 +243,29 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# Mail, which only password reset links use. EMAIL_URL in django-environ's form:
+# smtp+tls://smtp.example.org:587 (STARTTLS; a user and password go before an @, percent-encoded
+# as in any URL), smtp+ssl://...:465, smtp://..., consolemail://. Without it nothing can be sent,
+# so the reset page says it is off (the local settings print mails on the console instead).
+EMAIL_URL = env("EMAIL_URL", default="")
+if EMAIL_URL:
+    vars().update(
+        {
+            name: value
+            for name, value in env.email_url_config(EMAIL_URL).items()
+            if value not in (None, "")
+        }
+    )
+PASSWORD_RESET_ENABLED = bool(EMAIL_URL)
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="IssueCoder <noreply@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+# A mail server that does not answer fails the reset after this long (the link is not sent; the
+# page stays neutral) instead of holding a web worker until gunicorn kills it.
+EMAIL_TIMEOUT = 10
+# Reset mails per hour, counted per address asked for and per client address (in the cache);
+# above either, the page answers as always and nothing is sent.
+PASSWORD_RESET_PER_HOUR = 5
+
 # Celery: JSON only, bounded task time, broker from REDIS_URL.
 REDIS_URL = env("REDIS_URL", default="")
 CELERY_BROKER_URL = REDIS_URL or None
@@ -317,6 +342,13 @@ CELERY_BEAT_SCHEDULE = {
         "task": "ingest.tasks.sync_due_sources",
         "schedule": 60.0,
         # A tick nobody ran within its minute is superseded by the next one.
+        "options": {"queue": INGEST_QUEUE, "expires": 55},
+    },
+    # Sync runs whose worker died (a run left "running"), checked twice a lease (at most every
+    # minute): the sync goes on in a new run, and the lost one records why it stopped.
+    "recover-sync-runs": {
+        "task": "ingest.tasks.recover_sync_runs",
+        "schedule": float(min(60, max(1, INGEST_LEASE_SECONDS // 2))),
         "options": {"queue": INGEST_QUEUE, "expires": 55},
     },
     # Export jobs whose worker died, checked twice a lease (at most every minute).

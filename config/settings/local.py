@@ -7,7 +7,7 @@ start without a broker instead of silently doing the same.
 """
 
 from .base import *  # noqa: F403
-from .base import REDIS_URL, env
+from .base import EMAIL_URL, REDIS_URL, env
 
 DEBUG = env.bool("DEBUG", default=True)
 SECRET_KEY = env("SECRET_KEY", default="local-development-only-not-secret")
@@ -16,6 +16,11 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[:
 DEMO_ALLOWED = True  # manage.py demo: its accounts are for this machine only
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
+
+# Without EMAIL_URL, mails (a password reset link) are printed in the terminal of runserver.
+if not EMAIL_URL:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+    PASSWORD_RESET_ENABLED = True
 
 # Static files straight from the apps; `collectstatic` is a production step.
 STATIC_ROOT = None

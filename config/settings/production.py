@@ -28,10 +28,12 @@ SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=60 * 60 * 24 * 30)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
-# Throttle counts (API, failed tokens) shared by every web process.
+# Throttle counts (API, failed tokens) shared by every web process. While Redis cannot be
+# reached the cache answers misses (common/cache.py): sessions come from the database and
+# throttles let requests through, with a warning in the log, instead of every request a 500.
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "BACKEND": "common.cache.TolerantRedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "issuecoder",
     }

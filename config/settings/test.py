@@ -12,6 +12,7 @@ SECRET_KEY = env("SECRET_KEY", default="test-only-not-secret")
 ALLOWED_HOSTS = ["testserver", "127.0.0.1", "localhost"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 DEMO_ALLOWED = True  # the suite builds its demo study with manage.py demo
+PASSWORD_RESET_ENABLED = True  # pytest-django keeps mails in memory (mail.outbox)
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 STORAGES = {

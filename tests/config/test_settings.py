@@ -89,7 +89,7 @@ def production_settings(printed: str) -> str:
 
 def test_production_shares_throttle_counts_through_redis():
     printed = production_settings("settings.CACHES['default']['BACKEND'], settings.AXES_ENABLED")
-    assert "django.core.cache.backends.redis.RedisCache True" in printed
+    assert "common.cache.TolerantRedisCache True" in printed
 
 
 def test_production_logs_json_lines_and_serves_hashed_static_names():

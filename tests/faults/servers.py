@@ -9,10 +9,12 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -191,3 +193,69 @@ def github_with_issues(owner: str, name: str, count: int):
             comments=[{"body": f"Seen on run {number}", "user": "reporter"}],
         )  # fmt: skip
     return github
+
+
+class ProductionWeb:
+    """gunicorn as config/gunicorn.py runs it, with the production settings (static files from
+    the apps: tests/faults/production_settings.py) and one worker, on a free port; `env` adds
+    to this process's environment (DATABASE_URL, REDIS_URL, ...). Its log, JSON lines, goes to
+    `log`. Requests are made as a browser behind a proxy that terminated HTTPS."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.env = env
+        self.log = log
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        root = Path(__file__).resolve().parents[2]
+        inherited = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in ("DJANGO_SETTINGS_MODULE", "DJANGO_ALLOW_ASYNC_UNSAFE", "SECRET_KEY")
+        }
+        with self.log.open("wb") as sink:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "config.wsgi:application",
+                 "--config", "config/gunicorn.py"],
+                cwd=root,
+                env={
+                    **inherited,
+                    "DJANGO_SETTINGS_MODULE": "tests.faults.production_settings",
+                    "SECRET_KEY": secrets.token_urlsafe(50),
+                    "ALLOWED_HOSTS": "localhost",
+                    "GUNICORN_BIND": f"127.0.0.1:{self.port}",
+                    "WEB_CONCURRENCY": "1",
+                    **self.env,
+                },
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        process = self.process
+        try:
+            wait_until(lambda: port_open(self.port) or process.poll() is not None, 60, "gunicorn")
+        except TimeoutError:
+            self.stop()
+            raise
+        if self.process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited:\n{self.logs()}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self.process = None
+
+    def logs(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -22,7 +22,7 @@ from corpus.models import Issue
 from ingest.dispatch import sync_request
 from ingest.models import Source, SyncRun
 from ingest.sources import source_create
-from ingest.tasks import sync_due_sources, sync_source
+from ingest.tasks import recover_sync_runs, sync_due_sources, sync_source
 from tests.celery_worker import (
     CeleryWorker,
     queue_forget,
@@ -180,6 +180,46 @@ def test_a_worker_killed_mid_sync_and_a_new_sync_leave_no_duplicate_and_no_gap(
     finished = finished_run(second.pk, worker)
     corpus.assert_same(sample_github, SAMPLE_REPOSITORIES[0])
     # The second run started at the cursor: the issues stored before the kill cost nothing.
+    assert finished.counts["created"] == 15 - stored_at_kill
+
+
+def test_beat_resumes_a_sync_whose_worker_was_killed_and_says_so(
+    worker, sample_github, sample_sources, corpus
+):
+    sample_github.delay_seconds = 0.05  # slow enough to be caught between two pages
+    source = sample_sources[0]
+    first = sync_request(source=source)
+    wait_for(
+        lambda: (
+            Issue.objects.count() >= 5
+            and SyncRun.objects.get(pk=first.pk).status == SyncRun.Status.RUNNING
+        ),
+        "a committed page",
+        worker,
+    )
+    worker.kill()
+    stored_at_kill = Issue.objects.count()
+    killed_worker = SyncRun.objects.get(pk=first.pk).worker
+    sample_github.delay_seconds = 0
+    worker.start()
+    assert recover_sync_runs() == 0  # its lease still runs
+    wait_for(
+        lambda: SyncRun.objects.get(pk=first.pk).lease_expires_at < timezone.now(),
+        "the lease to expire",
+        worker,
+        timeout=LEASE_SECONDS + 5,
+    )
+
+    assert recover_sync_runs() == 1  # beat's tick, nobody pressing "Sync now"
+
+    lost = SyncRun.objects.get(pk=first.pk)
+    assert lost.status == SyncRun.Status.FAILED
+    assert lost.error == (
+        f"worker lost: the worker stopped during the run ({killed_worker}); resumed"
+    )
+    [second] = SyncRun.objects.exclude(pk=first.pk)
+    finished = finished_run(second.pk, worker)
+    corpus.assert_same(sample_github, SAMPLE_REPOSITORIES[0])
     assert finished.counts["created"] == 15 - stored_at_kill
 
 

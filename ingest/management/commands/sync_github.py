@@ -4,6 +4,7 @@ from datetime import UTC, datetime
 from django.core.management.base import BaseCommand, CommandError
 
 from common.exceptions import ApplicationError
+from common.outage import ServiceUnavailableError
 from common.text import iso_time_parse
 from ingest.dispatch import sync_request
 from ingest.models import SyncRun
@@ -66,7 +67,7 @@ class Command(BaseCommand):
             if created:
                 self.stdout.write(f"Added the source {source}.")
             run = sync_request(source=source, trigger=SyncRun.Trigger.COMMAND, enqueue=not now)
-        except ApplicationError as error:
+        except (ApplicationError, ServiceUnavailableError) as error:
             raise CommandError(error.message) from error
         if not now:
             self.stdout.write(f"Queued sync run {run.pk} of {source}: Celery task {run.task_id}")
