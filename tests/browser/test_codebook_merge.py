@@ -78,7 +78,7 @@ def test_a_manager_merges_two_categories_mid_study(study, people, new_page, live
     assert root_cause_of(a, second) == ["typo_wrong_identifier"]
     # Agreement per version: the labels were given under 0.1.0.
     table = manager.locator("#agreement-per-version")
-    assert table.get_by_role("row", name=re.compile(r"0\.1\.0 root_cause")).count() == 1
+    assert table.get_by_role("row", name=re.compile(r"0\.1\.0 Root cause")).count() == 1
 
     # The annotator concerned sees what to re-check, and re-checks it on the labeling page.
     annotator = new_page("annotator1")

@@ -163,6 +163,9 @@ def test_moving_the_study_and_what_annotators_see(client, study, people, draft):
     login(client, "manager")
     page = client.get(reverse("study_codebook", args=["demo"])).content.decode()
     assert "Move Demo to the new version" in page and "agreement-per-version" in page
+    # The per-version agreement table names its dimensions, not their keys.
+    table = page[page.index('id="agreement-per-version"') :]
+    assert '<th scope="row">Symptom</th>' in table and '<th scope="row">symptom</th>' not in table
     response = client.post(
         reverse("study_codebook", args=["demo"]), {"version": draft.id}, follow=True
     )

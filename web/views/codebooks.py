@@ -468,9 +468,10 @@ def study_codebook(request: HttpRequest, slug: str) -> HttpResponse:
     agreement_rows = [
         {
             "version": label,
-            "dimension": key,
+            # People read dimension names; the headline κ is the one every page leads with.
+            "dimension": figures.get("name", key),
             **{column: figures.get(column) for column in AGREEMENT_COLUMNS},
-            "cohen_kappa": (figures.get("cohen_kappa") or {}).get("mean"),
+            "cohen_kappa": (figures.get("headline") or {}).get("value"),
         }
         for label, report in reports.items()
         for key, figures in report["dimensions"].items()
