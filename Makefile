@@ -26,7 +26,7 @@ setup-dev: $(VENV)/.dev
 
 run: setup
 	$(PY) manage.py demo
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	$(PY) manage.py runserver --noreload $(HOST):$(PORT)
 
 test: setup-dev
 	$(PY) -m pytest

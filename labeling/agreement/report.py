@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse
 
 from labeling.agreement.cohen import (
     binary_kappa,
@@ -909,6 +908,10 @@ class _MultiLabelReport(_DimensionReport):
         return resample_sums(multiplicities, features, fleiss)
 
     def alpha_resampled(self, multiplicities: list) -> NDArray[np.float64] | None:
+        # Imported here: only a bootstrap needs it, and every process loading the URLconf would
+        # pay its import.
+        from scipy import sparse
+
         if len(self.sets) > MAX_SETS_FOR_BOOTSTRAP:
             return None
         grid, rated = self.ratings.grid, self.ratings.rated
