@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "labeling",
     "ingest",
     "exports",
+    "machines",
     "api",
     "web",
 ]
@@ -240,6 +241,16 @@ SPECTACULAR_SETTINGS = {
         "CodebookVersionStatusEnum": "taxonomy.models.CodebookVersion.Status",
     },
 }
+
+# Machine annotators (machines/): requests in flight at once per run, each request's timeout,
+# attempts per request (rate limits, server errors and timeouts are retried with backoff), the
+# longest wait between attempts, and the characters of an issue a prompt carries.
+MACHINES_MAX_IN_FLIGHT = env.int("MACHINES_MAX_IN_FLIGHT", default=8)
+MACHINES_REQUEST_TIMEOUT = env.float("MACHINES_REQUEST_TIMEOUT", default=120.0)
+MACHINES_MAX_ATTEMPTS = env.int("MACHINES_MAX_ATTEMPTS", default=6)
+MACHINES_BACKOFF_SECONDS = env.float("MACHINES_BACKOFF_SECONDS", default=1.0)
+MACHINES_MAX_WAIT_SECONDS = env.float("MACHINES_MAX_WAIT_SECONDS", default=60.0)
+MACHINES_ISSUE_CHAR_BUDGET = env.int("MACHINES_ISSUE_CHAR_BUDGET", default=12000)
 
 # Celery: JSON only, bounded task time, broker from REDIS_URL.
 REDIS_URL = env("REDIS_URL", default="")
