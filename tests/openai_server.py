@@ -62,6 +62,7 @@ class FakeOpenAI:
         self.retry_after_ms = 50
         self.json_schema_supported = True
         self.choose: Chooser = hashed_choice
+        self.rationale = "{dimension} judged from the issue text"
         self.fault_for: Callable[[str], str | None] | None = None
         self.requests: list[tuple[dict, int, str | None]] = []
         self.last_authorization: str | None = None
@@ -145,7 +146,7 @@ class FakeOpenAI:
                 multi_label = items.get("maxItems") != 1
                 answer[key] = {
                     "categories": self.choose(user, key, choices, multi_label),
-                    "rationale": f"{key} judged from the issue text",
+                    "rationale": self.rationale.format(dimension=key),
                 }
             if fault == "schema":
                 first = next(iter(answer), "dimension")

@@ -239,6 +239,7 @@ SPECTACULAR_SETTINGS = {
         "IssueStateEnum": "corpus.models.Issue.State",
         "StudyStatusEnum": "labeling.models.Study.Status",
         "CodebookVersionStatusEnum": "taxonomy.models.CodebookVersion.Status",
+        "MachineRunStatusEnum": "machines.models.MachineRun.Status",
     },
 }
 
