@@ -37,8 +37,40 @@ RUN_FIELDS = [
 ]  # fmt: skip
 
 
+class MachineRunParametersSerializer(serializers.Serializer):
+    """What decided the answers; empty until the run starts."""
+
+    model = serializers.CharField(required=False)
+    temperature = serializers.FloatField(required=False)
+    seed = serializers.IntegerField(allow_null=True, required=False)
+    samples = serializers.IntegerField(required=False)
+    issue_char_budget = serializers.IntegerField(
+        required=False, help_text="characters of an issue in a prompt"
+    )
+    max_in_flight = serializers.IntegerField(required=False)
+    response_format = serializers.ChoiceField(
+        choices=["json_schema", "none"],
+        required=False,
+        help_text="none: the endpoint refused json_schema; the schema was in the prompt only",
+    )
+    models_answering = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="the model names the endpoint answered with (a dated version, for one)",
+    )
+
+
+class ItemErrorSerializer(serializers.Serializer):
+    item = serializers.IntegerField()
+    error = serializers.CharField()
+
+
 class MachineRunSerializer(serializers.ModelSerializer):
     annotator = serializers.CharField(source="annotator.name", read_only=True)
+    parameters = MachineRunParametersSerializer(read_only=True, allow_null=True)
+    item_errors = ItemErrorSerializer(
+        many=True, read_only=True, help_text="the first items that failed, and why"
+    )
 
     class Meta:
         model = MachineRun
@@ -104,6 +136,7 @@ class StudyMachineViewSet(StudyLookup, viewsets.GenericViewSet):
 
     serializer_class = StudySerializer
     permission_classes = MANAGERS
+    pagination_class = None  # an item's labels are few; the run list is cut at 100
 
     @extend_schema(
         request=MachineRunStartSerializer,

@@ -21,8 +21,17 @@ ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 # ---------------------------------------------------------------------------------------------
 
 
+MAX_SEED = 2**31 - 1
+
+
 def machine_annotator_check(
-    *, base_url: str, model: str, api_key_env: str, temperature: float, samples: int
+    *,
+    base_url: str,
+    model: str,
+    api_key_env: str,
+    temperature: float,
+    samples: int,
+    seed: int | None,
 ) -> None:
     errors: dict[str, list[str]] = {}
     if not re.match(r"^https?://[^/\s]+", base_url or ""):
@@ -38,6 +47,8 @@ def machine_annotator_check(
         errors["temperature"] = ["Between 0 and 2."]
     if not 1 <= samples <= 20:
         errors["samples"] = ["Between 1 and 20 samples per item."]
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        errors["seed"] = [f"Between 0 and {MAX_SEED}."]
     if errors:
         field_name, messages = next(iter(errors.items()))
         raise ApplicationError(f"{field_name}: {messages[0]}", errors)
@@ -64,6 +75,7 @@ def machine_annotator_get_or_create(
         api_key_env=api_key_env,
         temperature=temperature,
         samples=samples,
+        seed=seed,
     )
     name = (name or model)[:100]
     wanted = {
