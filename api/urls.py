@@ -6,6 +6,7 @@ from api import views
 from api.assignments import AssignmentViewSet
 from api.codebooks import urlpatterns as codebook_urlpatterns
 from api.exports import ExportJobViewSet, StudyExportViewSet
+from api.machines import StudyMachineViewSet
 from api.queue import StudyQueueViewSet
 from api.sources import SourceViewSet, SyncRunViewSet
 from api.tokens import ApiTokenViewSet
@@ -22,6 +23,7 @@ router.register("exports", ExportJobViewSet, basename="export")
 router.register("tokens", ApiTokenViewSet, basename="api-token")
 # Member routes under studies/{slug}/ (overview, queue, an item to label), beside StudyViewSet's.
 router.register("studies", StudyQueueViewSet, basename="study-queue")
+router.register("studies", StudyMachineViewSet, basename="study-machines")
 
 urlpatterns = [
     *codebook_urlpatterns,

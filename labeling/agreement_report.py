@@ -6,7 +6,7 @@ read by the items' round or repository instead of reading it again for each.
 """
 
 from collections import defaultdict
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -35,6 +35,13 @@ DEFAULT_ORDINAL_WEIGHTS = "linear"
 # The largest minimum overlap a report takes: above any study's size it would only empty the
 # means, and a bound keeps the parameter a number people type, not an overflow.
 MAX_MIN_PAIR_ITEMS = 100_000
+
+
+# Figures other apps add to a report's dimensions, registered when Django starts (machines/
+# adds its annotators' agreement with people and gold): the apps above labeling may import it,
+# not the other way round. Each is called with the study, the report's label tables, its
+# filters, its level and its dimensions, which it extends in place; human figures stay human-only.
+REPORT_EXTENSIONS: list[Callable[..., None]] = []
 
 
 @dataclass
@@ -349,6 +356,8 @@ def _report_of_tables(
     dimensions = _dimensions_report(
         tables, weights=weights, bootstrap=bootstrap, seed=seed, min_pair_items=min_pair_items
     )
+    for extend in REPORT_EXTENSIONS:
+        extend(study=study, tables=tables, filters=filters, level=level, dimensions=dimensions)
     return {
         "study": study.slug,
         "filters": {

@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"taxonomy", "accounts"},
     {"corpus"},
     {"labeling"},
-    {"ingest", "exports"},
+    {"ingest", "exports", "machines"},
     {"api", "web"},
     {"config"},
 ]
@@ -125,7 +125,18 @@ def test_only_the_github_client_imports_pygithub():
     assert importers == ["ingest.github"]
 
 
-@pytest.mark.parametrize("app", ["common", "taxonomy", "corpus", "labeling", "ingest", "exports"])
+def test_only_the_model_endpoint_client_imports_openai():
+    importers = sorted(
+        _module_name(path)
+        for path in _project_files()
+        if any(name.split(".")[0] == "openai" for name in _all_imports(path))
+    )
+    assert importers == ["machines.llm"]
+
+
+@pytest.mark.parametrize(
+    "app", ["common", "taxonomy", "corpus", "labeling", "ingest", "exports", "machines"]
+)
 def test_domain_apps_never_import_drf(app):
     offenders = sorted(
         _module_name(path)

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "labeling",
     "ingest",
     "exports",
+    "machines",
     "api",
     "web",
 ]
@@ -240,6 +241,7 @@ SPECTACULAR_SETTINGS = {
         "IssueStateEnum": "corpus.models.Issue.State",
         "StudyStatusEnum": "labeling.models.Study.Status",
         "CodebookVersionStatusEnum": "taxonomy.models.CodebookVersion.Status",
+        "MachineRunStatusEnum": "machines.models.MachineRun.Status",
     },
 }
 
@@ -265,6 +267,16 @@ EMAIL_TIMEOUT = 10
 # Reset mails per hour, counted per address asked for and per client address (in the cache);
 # above either, the page answers as always and nothing is sent.
 PASSWORD_RESET_PER_HOUR = 5
+
+# Machine annotators (machines/): requests in flight at once per run, each request's timeout,
+# attempts per request (rate limits, server errors and timeouts are retried with backoff), the
+# longest wait between attempts, and the characters of an issue a prompt carries.
+MACHINES_MAX_IN_FLIGHT = env.int("MACHINES_MAX_IN_FLIGHT", default=8)
+MACHINES_REQUEST_TIMEOUT = env.float("MACHINES_REQUEST_TIMEOUT", default=120.0)
+MACHINES_MAX_ATTEMPTS = env.int("MACHINES_MAX_ATTEMPTS", default=6)
+MACHINES_BACKOFF_SECONDS = env.float("MACHINES_BACKOFF_SECONDS", default=1.0)
+MACHINES_MAX_WAIT_SECONDS = env.float("MACHINES_MAX_WAIT_SECONDS", default=60.0)
+MACHINES_ISSUE_CHAR_BUDGET = env.int("MACHINES_ISSUE_CHAR_BUDGET", default=12000)
 
 # Celery: JSON only, bounded task time, broker from REDIS_URL.
 REDIS_URL = env("REDIS_URL", default="")

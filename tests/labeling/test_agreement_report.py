@@ -636,8 +636,9 @@ def test_the_page_reads_the_labels_once_for_its_report_rounds_and_repositories(
         ]
     client.force_login(people["manager"])
     # Session, user, study, dimensions, the form's rounds and repositories, then one read of
-    # the labels (categories, labels, usernames) and the items' rounds and repositories.
-    with django_assert_max_num_queries(13):
+    # the labels (categories, labels, usernames) and the items' rounds and repositories, and
+    # the machine annotators' labels (machines.report).
+    with django_assert_max_num_queries(14):
         assert client.get("/studies/grants/agreement/?round=Pilot").status_code == 200
 
 

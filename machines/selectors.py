@@ -1,0 +1,93 @@
+"""Reading machine annotators, their runs and labels, and who may see the labels.
+
+The blind rule for machine labels: nobody sees a machine's labels of an item before they
+submitted their own labels of it. A person with an unsubmitted assignment of the item never
+sees them, whatever their roles; a manager without one sees them (managers see every label of
+the study); an adjudicator sees them once the item is in resolution or resolved, as people's
+labels; an annotator otherwise never does (annotators never see labels not their own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import QuerySet
+
+from labeling.access import ADJUDICATOR, MANAGER
+from labeling.models import Assignment, Study, StudyItem
+from machines.agreement import MachineRating
+from machines.models import MachineAnnotator, MachineLabel, MachineRun
+
+
+def study_machine_annotators(*, study: Study) -> QuerySet[MachineAnnotator]:
+    return MachineAnnotator.objects.filter(study=study).order_by("name")
+
+
+def study_machine_runs(*, study: Study) -> QuerySet[MachineRun]:
+    return (
+        MachineRun.objects.filter(annotator__study=study)
+        .select_related("annotator")
+        .order_by("-created_at", "-id")
+    )
+
+
+def study_machine_ratings(
+    *, study: Study, dimension_ids: Iterable[int]
+) -> dict[str, dict[str, dict[int, MachineRating]]]:
+    """dimension key -> machine annotator name -> item id -> MachineRating, from the latest
+    run of each annotator that labeled the item (an item labeled again under new settings
+    counts with its new label). One query."""
+    rows = (
+        MachineLabel.objects.filter(
+            run__annotator__study=study, dimension_id__in=list(dimension_ids)
+        )
+        .values_list(
+            "run__annotator__name",
+            "run_id",
+            "item_id",
+            "dimension__key",
+            "categories",
+            "confidence",
+        )
+        .order_by("run_id")
+    )
+    ratings: dict[str, dict[str, dict[int, MachineRating]]] = {}
+    for name, _run_id, item_id, key, categories, confidence in rows:
+        # Ordered by run: a later run's label replaces an earlier one's.
+        ratings.setdefault(key, {}).setdefault(name, {})[item_id] = MachineRating(
+            frozenset(categories), float(confidence)
+        )
+    return ratings
+
+
+def machine_labels_visible_to(*, item: StudyItem, user, roles: set[str]) -> bool:
+    """Whether this person may see the machines' labels of this item (the module's rule)."""
+    if not user.is_authenticated or not roles:
+        return False
+    open_assignment = (
+        Assignment.objects.filter(item=item, annotator=user)
+        .exclude(status=Assignment.Status.SUBMITTED)
+        .exists()
+    )
+    if open_assignment:
+        return False
+    if MANAGER in roles:
+        return True
+    if ADJUDICATOR in roles:
+        return item.status in (StudyItem.Status.IN_RESOLUTION, StudyItem.Status.RESOLVED)
+    return False
+
+
+def item_machine_labels(*, item: StudyItem) -> list[MachineLabel]:
+    """The latest label of each machine annotator on each dimension of an item."""
+    labels = (
+        MachineLabel.objects.filter(item=item)
+        .select_related("run__annotator", "dimension")
+        .order_by("run_id")
+    )
+    latest: dict[tuple[int, int], MachineLabel] = {}
+    for label in labels:
+        latest[(label.run.annotator_id, label.dimension_id)] = label
+    return sorted(
+        latest.values(), key=lambda label: (label.run.annotator.name, label.dimension.position)
+    )

@@ -1,0 +1,125 @@
+"""Machine annotators and their runs: adding an annotator to a study (its settings checked) and
+queueing a run. Running it is machines.runs'.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.db import transaction
+
+from common.exceptions import ApplicationError
+from labeling.models import Study
+from machines.models import MachineAnnotator, MachineRun
+from machines.tasks import machine_run_task
+
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
+
+
+# ---------------------------------------------------------------------------------------------
+# Annotators
+# ---------------------------------------------------------------------------------------------
+
+
+MAX_SEED = 2**31 - 1
+
+
+def machine_annotator_check(
+    *,
+    base_url: str,
+    model: str,
+    api_key_env: str,
+    temperature: float,
+    samples: int,
+    seed: int | None,
+) -> None:
+    errors: dict[str, list[str]] = {}
+    if not re.match(r"^https?://[^/\s]+", base_url or ""):
+        errors["base_url"] = ["An http(s) URL of an OpenAI-compatible endpoint, e.g. .../v1."]
+    if not model or len(model) > 200:
+        errors["model"] = ["The model's name, as the endpoint knows it."]
+    if api_key_env and not ENV_NAME.match(api_key_env):
+        errors["api_key_env"] = [
+            "The NAME of an environment variable holding the key (capitals, digits, _), "
+            "never the key itself."
+        ]
+    if not 0 <= temperature <= 2:
+        errors["temperature"] = ["Between 0 and 2."]
+    if not 1 <= samples <= 20:
+        errors["samples"] = ["Between 1 and 20 samples per item."]
+    if seed is not None and not 0 <= seed <= MAX_SEED:
+        errors["seed"] = [f"Between 0 and {MAX_SEED}."]
+    if errors:
+        field_name, messages = next(iter(errors.items()))
+        raise ApplicationError(f"{field_name}: {messages[0]}", errors)
+
+
+def machine_annotator_get_or_create(
+    *,
+    study: Study,
+    base_url: str,
+    model: str,
+    name: str = "",
+    api_key_env: str = "",
+    temperature: float = 0.0,
+    seed: int | None = None,
+    samples: int = 1,
+    user=None,
+) -> tuple[MachineAnnotator, bool]:
+    """The study's LLM annotator of this name (the model's name when none is given), created
+    with these settings when new. An existing one with other settings is refused: its labels
+    were made with its own settings, and a name stands for one set of them."""
+    machine_annotator_check(
+        base_url=base_url,
+        model=model,
+        api_key_env=api_key_env,
+        temperature=temperature,
+        samples=samples,
+        seed=seed,
+    )
+    name = (name or model)[:100]
+    wanted = {
+        "base_url": base_url.rstrip("/"),
+        "model": model,
+        "api_key_env": api_key_env,
+        "temperature": temperature,
+        "seed": seed,
+        "samples": samples,
+    }
+    with transaction.atomic():
+        annotator, created = MachineAnnotator.objects.get_or_create(
+            study=study,
+            name=name,
+            defaults={**wanted, "kind": MachineAnnotator.Kind.LLM, "created_by": user},
+        )
+    if not created:
+        differing = sorted(k for k, v in wanted.items() if getattr(annotator, k) != v)
+        if differing:
+            raise ApplicationError(
+                f"The machine annotator {name!r} of {study.slug} has other settings "
+                f"({', '.join(differing)}): give this one another name.",
+                {"name": [f"{name!r} is taken by an annotator with other settings."]},
+            )
+    return annotator, created
+
+
+# ---------------------------------------------------------------------------------------------
+# Runs: queueing
+# ---------------------------------------------------------------------------------------------
+
+
+def machine_run_request(*, annotator: MachineAnnotator, enqueue: bool = True) -> MachineRun:
+    """A new queued run of the annotator over its study's items; its Celery task is sent once
+    the run is committed (not with `enqueue=False`: the caller runs it in its own process with
+    machines.runs.machine_run_execute)."""
+    run = MachineRun.objects.create(
+        annotator=annotator, codebook_version_id=annotator.study.codebook_version_id
+    )
+    if enqueue:
+
+        def send() -> None:
+            result = machine_run_task.apply_async(args=[run.pk])
+            MachineRun.objects.filter(pk=run.pk).update(task_id=result.id or "")
+
+        transaction.on_commit(send)
+    return run
