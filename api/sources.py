@@ -28,12 +28,18 @@ class SyncRunSerializer(serializers.ModelSerializer):
         read_only=True,
         help_text="what the run did so far: seen, created, updated, unchanged, pages, ...",
     )
+    requested_by = serializers.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        help_text="who asked for the run (Sync now, the API); null for the schedule and the "
+        "command line",
+    )
 
     class Meta:
         model = SyncRun
         fields = [
-            "id", "source", "repository", "status", "trigger", "queued_at", "started_at",
-            "finished_at", "heartbeat_at", "progress", "counts", "requests_used",
+            "id", "source", "repository", "status", "trigger", "requested_by", "queued_at",
+            "started_at", "finished_at", "heartbeat_at", "progress", "counts", "requests_used",
             "rate_limit_remaining", "rate_limit_reset", "attempts", "error", "task_id",
         ]  # fmt: skip
         read_only_fields = fields

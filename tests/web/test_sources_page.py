@@ -198,3 +198,24 @@ def test_with_github_unreachable_the_source_is_added_with_a_warning(settings, ro
     assert "Added the source acme/trainer" in html
     assert "GitHub could not be asked whether acme/trainer exists" in html
     assert Source.objects.count() == 1
+
+
+# ----------------------------------------------------------------------------- started by
+
+
+def test_recent_syncs_name_the_person_who_pressed_sync_now(github, people, study, make_user):
+    source = source_create(repository="microsoft/DeepSpeed")
+    SyncRun.objects.create(
+        source=source, status=SyncRun.Status.DONE, trigger=SyncRun.Trigger.SCHEDULE
+    )
+    SyncRun.objects.filter(status=SyncRun.Status.DONE).update(queued_at="2024-01-01T00:00:00Z")
+    client = signed_in(people["manager"])
+
+    client.post("/sources/", {"action": "sync", "source": source.pk})
+    html = client.get("/sources/").content.decode()
+
+    recent = html[html.index('id="recent-syncs"') :]
+    started_by = re.findall(r"</td>\s*<td>([^<]*)</td>\s*<td>\d{4}-\d\d-\d\d", recent)
+    assert started_by == ["manager", "schedule"]
+    run = api_as(people["manager"]).get("/api/sync-runs/").json()["results"][0]
+    assert run["requested_by"] == "manager" and run["trigger"] == "manual"
