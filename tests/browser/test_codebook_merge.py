@@ -62,6 +62,7 @@ def test_a_manager_merges_two_categories_mid_study(study, people, new_page, live
     manager.wait_for_load_state()
     assert manager.url.startswith(editor_url)
 
+    manager.get_by_label("I understand that version 0.2.0 can never change").check()
     manager.get_by_role("button", name="Publish version 0.2.0").click()
     # A redirect keeps the fragment of the editor's last form.
     manager.wait_for_url(re.compile(r"/codebooks/versions/\d+/(#.*)?$"))

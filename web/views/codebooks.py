@@ -225,6 +225,14 @@ def _edit(request: HttpRequest, version: CodebookVersion, action: str) -> tuple[
         )
         return "Mapping declared.", f"dim-{dimension.key}"
     if action == "publish":
+        # Publishing is for good: the form's box must be ticked, and the server checks it, so
+        # that no stray click (or a form posted without the box) publishes.
+        if not _checked(request, "confirm"):
+            raise ApplicationError(
+                f"Tick the box to confirm: once published, version {version.label} can never "
+                "change again.",
+                {"confirm": ["required"]},
+            )
         codebook_draft_publish(version=version)
         return f"Version {version.label} is published.", ""
     category = _category(version, request)
