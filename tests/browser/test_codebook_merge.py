@@ -52,7 +52,7 @@ def test_a_manager_merges_two_categories_mid_study(study, people, new_page, live
     manager.get_by_label("Merge into (root_cause)").select_option("typo_wrong_identifier")
     manager.get_by_role("button", name="Merge in Root cause").click()
     manager.wait_for_load_state()
-    assert "Merged into typo_wrong_identifier" in manager.content()
+    assert "Merged type_error into typo_wrong_identifier" in manager.content()
 
     draft = CodebookVersion.objects.get(label="0.2.0")
     hang = Category.objects.get(dimension__version=draft, dimension__key="symptom", key="hang")

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from taxonomy.drafts import codebook_draft_create
+from taxonomy.drafts import codebook_draft_create, draft_category_merge, draft_category_update
 from taxonomy.models import CodebookVersion
 from tests.conftest import PASSWORD
 
@@ -44,3 +44,33 @@ def test_publishing_asks_for_a_confirmation_that_the_server_checks(client, study
     assert confirmed.status_code == 302
     draft.refresh_from_db()
     assert draft.is_published
+
+
+# ----------------------------------------------------------------------------- the diff
+
+
+def _merged_lines(page: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", line) for line in re.findall(r"<li>Merged .*?</li>", page)]
+
+
+def test_the_diff_words_a_merge_without_the_target_among_its_sources(client, study, draft):
+    root_cause = draft.dimensions.get(key="root_cause")
+    symptom = draft.dimensions.get(key="symptom")
+    draft_category_merge(
+        dimension=root_cause,
+        source_keys=["type_error", "tensor_shape_mismatch"],
+        target_key="api_misuse",
+    )
+    # A target renamed in the same draft is named by its new key, its old one beside it.
+    draft_category_update(category=symptom.categories.get(key="hang"), key="stall")
+    draft_category_merge(dimension=symptom, source_keys=["build_failure"], target_key="stall")
+    login(client, "manager")
+
+    page = client.get(
+        reverse("codebook_diff") + f"?from={study.codebook_version_id}&to={draft.id}"
+    ).content.decode()
+
+    assert _merged_lines(page) == [
+        "Merged build_failure into stall (formerly hang)",
+        "Merged tensor_shape_mismatch, type_error into api_misuse",
+    ]

@@ -205,12 +205,11 @@ def _edit(request: HttpRequest, version: CodebookVersion, action: str) -> tuple[
         return f"Added {category.name}.", f"cat-{category.id}"
     if action == "merge":
         dimension = _dimension(version, request)
+        source_keys = [key for key in post.getlist("sources") if key]
         draft_category_merge(
-            dimension=dimension,
-            source_keys=[key for key in post.getlist("sources") if key],
-            target_key=post.get("target", ""),
+            dimension=dimension, source_keys=source_keys, target_key=post.get("target", "")
         )
-        return f"Merged into {post.get('target')}.", f"dim-{dimension.key}"
+        return f"Merged {', '.join(source_keys)} into {post.get('target')}.", f"dim-{dimension.key}"
     if action == "mapping":
         dimension = _dimension(version, request)
         draft_mapping_declare(
