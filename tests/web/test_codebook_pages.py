@@ -7,6 +7,8 @@ import re
 import pytest
 from django.urls import reverse
 
+from labeling.models import Assignment
+from labeling.services.annotations import DimensionAnswer, assignment_save
 from taxonomy.drafts import codebook_draft_create, draft_category_merge, draft_category_update
 from taxonomy.models import CodebookVersion
 from tests.conftest import PASSWORD
@@ -74,3 +76,39 @@ def test_the_diff_words_a_merge_without_the_target_among_its_sources(client, stu
         "Merged build_failure into stall (formerly hang)",
         "Merged tensor_shape_mismatch, type_error into api_misuse",
     ]
+
+
+# ----------------------------------------------------------------------------- proposals
+
+
+def test_the_proposals_page_names_categories(client, study, people):
+    first = people["annotator1"]
+    item = study.items.order_by("id").first()
+    assignment_save(
+        assignment=Assignment.objects.get(item=item, annotator=first),
+        user=first,
+        answers={
+            "root_cause": DimensionAnswer(category_keys=["numerical_error"], proposal="Silent NaN")
+        },
+        submit=False,
+    )
+    login(client, "manager")
+    url = reverse("study_proposals", args=["demo"])
+
+    page = client.get(url).content.decode()
+    mapped = client.post(
+        url,
+        {
+            "action": "map",
+            "dimension": "root_cause",
+            "text": "silent nan",
+            "category": "api_misuse",
+        },
+        follow=True,
+    ).content.decode()
+
+    assert '<option value="api_misuse">API Misuse (api_misuse)</option>' in page
+    assert '<option value="api_misuse">api_misuse</option>' not in page
+    assert "mapped to an existing category: API Misuse (api_misuse, version 0.1.0)" in mapped
+    decision = re.search(r"Mapped to an existing category: (.*?) \(0\.1\.0\)</td>", mapped)
+    assert decision.group(1) == 'API Misuse <code class="muted">api_misuse</code>'

@@ -531,10 +531,11 @@ def study_proposals_page(request: HttpRequest, slug: str) -> HttpResponse:
             messages.error(request, error.message)
             status = 400
         else:
+            named = decision.category.name if decision.category else decision.category_key
             messages.success(
                 request,
                 f"“{decision.text}” {decision.get_kind_display().lower()}: "
-                f"{decision.category_key} (version {decision.version.label}).",
+                f"{named} ({decision.category_key}, version {decision.version.label}).",
             )
             return redirect("study_proposals", slug=study.slug)
     dimensions = []
