@@ -56,7 +56,8 @@ def test_a_manager_merges_two_categories_mid_study(study, people, new_page, live
 
     draft = CodebookVersion.objects.get(label="0.2.0")
     hang = Category.objects.get(dimension__version=draft, dimension__key="symptom", key="hang")
-    manager.locator(f"#cat-{hang.id} summary").click()
+    # A category's forms come on demand (htmx).
+    manager.locator(f"#cat-{hang.id}").get_by_role("link", name="Edit hang").click()
     manager.get_by_label("Split hang into").fill("deadlock Deadlock\nstall Stall")
     manager.get_by_role("button", name="Split hang").click()
     manager.wait_for_load_state()

@@ -10,7 +10,7 @@ from django.urls import reverse
 from labeling.models import Assignment
 from labeling.services.annotations import DimensionAnswer, assignment_save
 from taxonomy.drafts import codebook_draft_create, draft_category_merge, draft_category_update
-from taxonomy.models import CodebookVersion
+from taxonomy.models import Category, CodebookVersion
 from tests.conftest import PASSWORD
 
 
@@ -112,3 +112,66 @@ def test_the_proposals_page_names_categories(client, study, people):
     assert "mapped to an existing category: API Misuse (api_misuse, version 0.1.0)" in mapped
     decision = re.search(r"Mapped to an existing category: (.*?) \(0\.1\.0\)</td>", mapped)
     assert decision.group(1) == 'API Misuse <code class="muted">api_misuse</code>'
+
+
+# ----------------------------------------------------------------------------- the editor
+
+# The starter codebook's draft made a 505,287-byte editor page with 448 forms (four per
+# category); it is under 100 kB now, the forms of a category coming on demand.
+EDITOR_MAX_BYTES = 128_000
+
+
+def test_the_editor_page_stays_light_on_the_starter_codebook(client, study, draft):
+    login(client, "manager")
+    edit = reverse("codebook_edit", args=[draft.id])
+    n_categories = Category.objects.filter(dimension__version=draft).count()
+    n_dimensions = draft.dimensions.count()
+
+    page = client.get(edit)
+
+    assert page.status_code == 200
+    assert len(page.content) < EDITOR_MAX_BYTES, len(page.content)
+    html = page.content.decode()
+    # Forms per dimension (settings, merge, add, mapping), for the draft (label, publish,
+    # discard) and the top bar's log out; none per category.
+    assert html.count("<form") <= 4 * n_dimensions + 4 < n_categories
+    hang = draft.dimensions.get(key="symptom").categories.get(key="hang")
+    assert f'<a href="?category={hang.id}#cat-{hang.id}" hx-get="?category={hang.id}"' in html
+    assert 'aria-label="Edit hang"' in html and "Save hang" not in html
+
+
+def test_a_categorys_forms_come_on_demand(client, study, draft, codebook_version):
+    login(client, "manager")
+    edit = reverse("codebook_edit", args=[draft.id])
+    hang = draft.dimensions.get(key="symptom").categories.get(key="hang")
+
+    fragment = client.get(edit, {"category": hang.id}, HTTP_HX_REQUEST="true")
+    opened = client.get(edit, {"category": hang.id})  # without JavaScript: in the page
+    other_version = Category.objects.get(dimension__version=codebook_version, key="crash")
+    elsewhere = client.get(edit, {"category": other_version.id}, HTTP_HX_REQUEST="true")
+
+    assert fragment.status_code == 200
+    text = fragment.content.decode()
+    assert "<html" not in text and text.count("<form") == 4
+    for button in ("Save hang", "Move hang", "Move hang up", "Remove hang", "Split hang"):
+        assert f">{button}</button>" in text
+    assert 'name="csrfmiddlewaretoken"' in text
+    assert '<option value="crash">crash</option>' in text  # a parent to move under
+    assert '<option value="hang"' not in text  # not under itself
+    assert opened.status_code == 200 and ">Save hang</button>" in opened.content.decode()
+    assert 'aria-label="Edit hang"' not in opened.content.decode()  # open already
+    assert elsewhere.status_code == 404
+
+
+def test_saving_a_category_comes_back_to_its_open_forms(client, study, draft):
+    login(client, "manager")
+    edit = reverse("codebook_edit", args=[draft.id])
+    hang = draft.dimensions.get(key="symptom").categories.get(key="hang")
+
+    saved = client.post(edit, {"action": "category", "category": hang.id, "name": "Hang or stall"})
+    refused = client.post(edit, {"action": "move", "category": hang.id, "parent": "nothing"})
+
+    assert saved.status_code == 302
+    assert saved.url == f"{edit}?category={hang.id}#cat-{hang.id}"
+    assert refused.status_code == 400
+    assert ">Save hang</button>" in refused.content.decode()  # the failed change's forms stay
