@@ -16,7 +16,7 @@ from ingest.dispatch import sync_request
 from ingest.follows import study_follow_create
 from ingest.models import Source, StudyFollow, SyncRun
 from ingest.selectors import runs_latest, source_list, sync_run_list
-from ingest.sources import source_create, source_delete
+from ingest.sources import source_add, source_delete
 from labeling.access import study_get_visible_to, study_list_visible_to
 
 
@@ -28,12 +28,18 @@ class SyncRunSerializer(serializers.ModelSerializer):
         read_only=True,
         help_text="what the run did so far: seen, created, updated, unchanged, pages, ...",
     )
+    requested_by = serializers.SlugRelatedField(
+        slug_field="username",
+        read_only=True,
+        help_text="who asked for the run (Sync now, the API); null for the schedule and the "
+        "command line",
+    )
 
     class Meta:
         model = SyncRun
         fields = [
-            "id", "source", "repository", "status", "trigger", "queued_at", "started_at",
-            "finished_at", "heartbeat_at", "progress", "counts", "requests_used",
+            "id", "source", "repository", "status", "trigger", "requested_by", "queued_at",
+            "started_at", "finished_at", "heartbeat_at", "progress", "counts", "requests_used",
             "rate_limit_remaining", "rate_limit_reset", "attempts", "error", "task_id",
         ]  # fmt: skip
         read_only_fields = fields
@@ -76,7 +82,7 @@ class SourceSerializer(serializers.ModelSerializer):
 
 class SourceCreateSerializer(serializers.Serializer):
     """Types only; the rules (name format, label names, interval bounds, `since` in the past,
-    no duplicate) are the service's, so that the page and the command share them."""
+    no duplicate, a repository GitHub has) are the service's, so that the page shares them."""
 
     repository = serializers.CharField(max_length=300, help_text="OWNER/NAME")
     state = serializers.ChoiceField(choices=Source.State.choices, default=Source.State.CLOSED)
@@ -137,8 +143,9 @@ class SourceViewSet(
     def create(self, request, *args, **kwargs):
         given = SourceCreateSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        created = source_create(**given.validated_data, created_by=request.user)
-        source = self.get_queryset().get(pk=created.pk)
+        # GitHub is asked first: a repository it does not have is a 400, as on the page.
+        added = source_add(**given.validated_data, created_by=request.user)
+        source = self.get_queryset().get(pk=added.source.pk)
         data = SourceSerializer(source, context=self._context_with_runs([source])).data
         return Response(data, status=status.HTTP_201_CREATED)
 

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from web.views.docs import docs, docs_served
+from web.views.favicon import favicon
 from web.views.health import health
 from web.views.passwords import LoginView, PasswordResetView
 
@@ -13,6 +14,7 @@ urlpatterns = [
     # reset is throttled (web/views/passwords.py).
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/password_reset/", PasswordResetView.as_view(), name="password_reset"),
+    path("favicon.ico", favicon, name="favicon"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/", include("api.urls")),

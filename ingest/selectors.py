@@ -34,12 +34,16 @@ def source_list(*, visible_studies: QuerySet[Study] | None = None) -> QuerySet[S
 def runs_latest(*, sources: list[Source]) -> dict[int, SyncRun]:
     """source id -> its latest run, in one query (sources come from `source_list`)."""
     run_ids = [source.latest_run_id for source in sources if source.latest_run_id]
-    runs = SyncRun.objects.filter(id__in=run_ids).select_related("source__repository")
+    runs = SyncRun.objects.filter(id__in=run_ids).select_related(
+        "source__repository", "requested_by"
+    )
     return {run.source_id: run for run in runs}
 
 
 def sync_run_list() -> QuerySet[SyncRun]:
-    return SyncRun.objects.select_related("source__repository").order_by("-queued_at", "-id")
+    return SyncRun.objects.select_related("source__repository", "requested_by").order_by(
+        "-queued_at", "-id"
+    )
 
 
 def sync_run_get(*, run_id: int) -> SyncRun | None:

@@ -3,9 +3,12 @@ stored issues a source's filter selects."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
@@ -14,12 +17,19 @@ from common.exceptions import ApplicationError, ConflictError
 from common.services import model_update
 from common.text import repository_full_name_parse
 from corpus.models import Issue, Repository
-from corpus.selectors import issues_of_repository
+from corpus.selectors import issues_of_repository, repository_by_name
 from corpus.services import repository_for_name
+from ingest.github import GitHubClient, GitHubError, NotFound
 from ingest.models import MAX_INTERVAL_MINUTES, MIN_INTERVAL_MINUTES, Source, SyncRun
+
+logger = logging.getLogger(__name__)
 
 MAX_LABELS = 20
 MAX_LABEL_LENGTH = 50  # GitHub's own limit on label names
+# Asking GitHub whether a repository exists happens while a person waits for the page: a short
+# timeout and one retry, not the sync's patience.
+UPSTREAM_CHECK_TIMEOUT_SECONDS = 5
+UPSTREAM_CHECK_RETRIES = 1
 
 
 def repository_name_parse(*, text: str) -> tuple[str, str]:
@@ -89,6 +99,39 @@ def _same_source(
     return None
 
 
+def _options_check(
+    *,
+    repository: str,
+    state: str,
+    labels: Iterable[str],
+    since: datetime | None,
+    interval_minutes: int,
+) -> tuple[str, str, list[str]]:
+    """The checks of a new source that need neither the database nor GitHub; returns the
+    repository's (owner, name) and the cleaned label names."""
+    owner, name = repository_name_parse(text=repository)
+    if state not in Source.State.values:
+        raise ApplicationError(f"The state is one of {', '.join(Source.State.values)}.")
+    label_names = labels_clean(labels=labels)
+    _since_check(since)
+    _interval_check(interval_minutes)
+    return owner, name, label_names
+
+
+def _duplicate_check(
+    *, repository: Repository, state: str, labels: list[str], include_pull_requests: bool
+) -> None:
+    if _same_source(
+        repository=repository,
+        state=state,
+        labels=labels,
+        include_pull_requests=include_pull_requests,
+    ):
+        raise ApplicationError(
+            f"{repository.full_name} has a source with this state and these labels already."
+        )
+
+
 @transaction.atomic
 def source_create(
     *,
@@ -102,23 +145,22 @@ def source_create(
     created_by: AbstractBaseUser | None = None,
 ) -> Source:
     """Add a source. The same repository, state, labels and pull-request choice twice is an
-    error (the second would only repeat the first's requests)."""
-    owner, name = repository_name_parse(text=repository)
-    if state not in Source.State.values:
-        raise ApplicationError(f"The state is one of {', '.join(Source.State.values)}.")
-    label_names = labels_clean(labels=labels)
-    _since_check(since)
-    _interval_check(interval_minutes)
+    error (the second would only repeat the first's requests). GitHub is not asked: see
+    `source_add` for the pages and the API."""
+    owner, name, label_names = _options_check(
+        repository=repository,
+        state=state,
+        labels=labels,
+        since=since,
+        interval_minutes=interval_minutes,
+    )
     repository_row = repository_for_name(owner=owner, name=name)
-    if _same_source(
+    _duplicate_check(
         repository=repository_row,
         state=state,
         labels=label_names,
         include_pull_requests=include_pull_requests,
-    ):
-        raise ApplicationError(
-            f"{repository_row.full_name} has a source with this state and these labels already."
-        )
+    )
     return Source.objects.create(
         repository=repository_row,
         state=state,
@@ -129,6 +171,84 @@ def source_create(
         enabled=enabled,
         created_by=created_by if created_by and created_by.is_authenticated else None,
     )
+
+
+def repository_upstream_check(*, owner: str, name: str) -> str:
+    """Ask GitHub whether the repository exists. GitHub's "not found" (it does not exist, or
+    the token cannot see it) is an ApplicationError; any other failure (unreachable, rate
+    limit, 5xx) is no answer and comes back as a note for the caller to show, since an offline
+    machine may still add a source and its first sync will tell. Returns "" when GitHub knows
+    the repository."""
+    client = GitHubClient(
+        settings.GITHUB_API_URL,
+        token=settings.GITHUB_TOKEN or None,
+        timeout=UPSTREAM_CHECK_TIMEOUT_SECONDS,
+        max_retries=UPSTREAM_CHECK_RETRIES,
+    )
+    with client:
+        try:
+            client.repository(owner, name)
+        except NotFound:
+            raise ApplicationError(
+                f"GitHub has no repository {owner}/{name} (or the token cannot see it): "
+                "check the owner and the name.",
+                {"repository": [f"{owner}/{name} was not found on GitHub."]},
+            ) from None
+        except GitHubError as error:
+            logger.warning("could not ask GitHub about %s/%s: %s", owner, name, error)
+            return f"GitHub could not be asked whether {owner}/{name} exists ({error})."
+    return ""
+
+
+@dataclass(frozen=True)
+class SourceAdded:
+    source: Source
+    # Why GitHub could not confirm the repository ("" when it did).
+    unchecked: str = ""
+
+
+def source_add(
+    *,
+    repository: str,
+    state: str = Source.State.CLOSED,
+    labels: Iterable[str] = (),
+    since: datetime | None = None,
+    include_pull_requests: bool = False,
+    interval_minutes: int = 60,
+    enabled: bool = True,
+    created_by: AbstractBaseUser | None = None,
+) -> SourceAdded:
+    """Add a source at a person's request (the Sources page, the API): `source_create` once
+    GitHub has been asked whether the repository exists, so that a mistyped name is refused
+    now instead of failing at its first sync. The options are checked first, so that a bad
+    one costs no request; it opens no transaction of its own while GitHub answers."""
+    owner, name, label_names = _options_check(
+        repository=repository,
+        state=state,
+        labels=labels,
+        since=since,
+        interval_minutes=interval_minutes,
+    )
+    known = repository_by_name(owner=owner, name=name)
+    if known is not None:
+        _duplicate_check(
+            repository=known,
+            state=state,
+            labels=label_names,
+            include_pull_requests=include_pull_requests,
+        )
+    unchecked = repository_upstream_check(owner=owner, name=name)
+    source = source_create(
+        repository=f"{owner}/{name}",
+        state=state,
+        labels=label_names,
+        since=since,
+        include_pull_requests=include_pull_requests,
+        interval_minutes=interval_minutes,
+        enabled=enabled,
+        created_by=created_by,
+    )
+    return SourceAdded(source, unchecked)
 
 
 @transaction.atomic

@@ -169,7 +169,9 @@ DIMENSION_FIELDS = ("name", "description", "multi_label", "required", "ordinal",
 def codebook_diff(*, from_version: CodebookVersion, to_version: CodebookVersion) -> dict[str, Any]:
     """The changes from one version to another, per dimension: categories added, removed,
     renamed, moved (another parent), merged, split, with changed texts, and the dimension's
-    changed settings. Plain data, for the page and the API alike."""
+    changed settings. Plain data, for the page and the API alike. A merge names the categories
+    merged (`from`), the target (`into`) and the target's key in the earlier version
+    (`into_was`, null when the target is new)."""
     if from_version.codebook_id != to_version.codebook_id:
         raise ApplicationError(
             "A diff compares two versions of one codebook.",
@@ -295,13 +297,18 @@ def _dimension_diff(
                 diff["changed"].append({"key": target.key, "fields": changed})
     for target_id, sources in merged_into.items():
         target = new_categories[target_id]
-        kept = [
-            c.key
-            for c in old_categories
-            if fates.get(c.id, CategoryFate(REMOVE)).kind in (KEEP, RENAME)
-            and fates[c.id].targets == [target_id]
-        ]
-        diff["merged"].append({"from": sorted({*sources, *kept}), "into": target.key})
+        # The category the target was in the earlier version (None: new in the later one) is
+        # kept, not merged: it is named apart, or "merged a, b into b" would list b twice.
+        was = next(
+            (
+                c.key
+                for c in old_categories
+                if fates.get(c.id, CategoryFate(REMOVE)).kind in (KEEP, RENAME)
+                and fates[c.id].targets == [target_id]
+            ),
+            None,
+        )
+        diff["merged"].append({"from": sorted(sources), "into": target.key, "into_was": was})
     diff["added"] = [
         {
             "key": category.key,

@@ -977,6 +977,9 @@ if _resolves(HEALTH):
     # For load balancers and probes: no session needed, nothing of a study told.
     CASES.append(public("health", HEALTH, 200))
 
+# The app's icon, asked for by every browser: a redirect to the static file, for everyone.
+CASES.append(public("favicon", "/favicon.ico", 302))
+
 
 def _formatted(case: Case, world: World) -> tuple[str, dict]:
     fields = vars(world)

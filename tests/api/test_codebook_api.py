@@ -97,7 +97,11 @@ def test_a_merge_mid_study_over_the_api(api, study, people):
     diff = manager.get(f"{base}/diff/").json()
     root_cause = next(d for d in diff["dimensions"] if d["key"] == "root_cause")
     assert root_cause["merged"] == [
-        {"from": ["type_error", "typo_wrong_identifier"], "into": "typo_wrong_identifier"}
+        {
+            "from": ["type_error"],
+            "into": "typo_wrong_identifier",
+            "into_was": "typo_wrong_identifier",
+        }
     ]
     symptom = next(d for d in diff["dimensions"] if d["key"] == "symptom")
     assert symptom["split"] == [{"from": "hang", "into": ["deadlock", "stall"]}]

@@ -52,16 +52,18 @@ def test_a_manager_merges_two_categories_mid_study(study, people, new_page, live
     manager.get_by_label("Merge into (root_cause)").select_option("typo_wrong_identifier")
     manager.get_by_role("button", name="Merge in Root cause").click()
     manager.wait_for_load_state()
-    assert "Merged into typo_wrong_identifier" in manager.content()
+    assert "Merged type_error into typo_wrong_identifier" in manager.content()
 
     draft = CodebookVersion.objects.get(label="0.2.0")
     hang = Category.objects.get(dimension__version=draft, dimension__key="symptom", key="hang")
-    manager.locator(f"#cat-{hang.id} summary").click()
+    # A category's forms come on demand (htmx).
+    manager.locator(f"#cat-{hang.id}").get_by_role("link", name="Edit hang").click()
     manager.get_by_label("Split hang into").fill("deadlock Deadlock\nstall Stall")
     manager.get_by_role("button", name="Split hang").click()
     manager.wait_for_load_state()
     assert manager.url.startswith(editor_url)
 
+    manager.get_by_label("I understand that version 0.2.0 can never change").check()
     manager.get_by_role("button", name="Publish version 0.2.0").click()
     # A redirect keeps the fragment of the editor's last form.
     manager.wait_for_url(re.compile(r"/codebooks/versions/\d+/(#.*)?$"))

@@ -48,7 +48,8 @@ ROLES = ["outsider", "annotator1", "adjudicator", "manager", "superuser"]
 
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize("endpoint", ["list", "create", "sync", "run", "runs"])
-def test_source_endpoints_permission_matrix(api, users, role, endpoint):
+def test_source_endpoints_permission_matrix(api, users, github, role, endpoint):
+    github.add_repository("acme", "other")
     source = source_create(repository="acme/trainer")
     run = sync_request(source=source, enqueue=False)
     client = api(role)
@@ -77,7 +78,8 @@ def test_anonymous_callers_are_asked_to_authenticate(api, users):
     assert response.json()["error"]["code"] == "not_authenticated"
 
 
-def test_create_list_and_sync_a_source(api, users):
+def test_create_list_and_sync_a_source(api, users, github):
+    github.add_repository("microsoft", "DeepSpeed")
     client = api("manager")
 
     created = client.post(
@@ -131,7 +133,8 @@ def test_invalid_sources_get_the_one_error_shape(api, users, payload, message):
     assert not Source.objects.exists()
 
 
-def test_a_duplicate_source_is_refused(api, users):
+def test_a_duplicate_source_is_refused(api, users, github):
+    github.add_repository("acme", "trainer")
     client = api("superuser")
     assert client.post("/api/sources/", {"repository": "acme/trainer"}).status_code == 201
     response = client.post("/api/sources/", {"repository": "ACME/Trainer"})
@@ -308,7 +311,8 @@ def test_sync_now_on_the_page_starts_one_run(browser, users):
     assert SyncRun.objects.get().requested_by == users["manager"]
 
 
-def test_adding_a_source_on_the_page(browser, users):
+def test_adding_a_source_on_the_page(browser, users, github):
+    github.add_repository("NVIDIA", "Megatron-LM")
     client = browser("superuser")
 
     added = client.post(

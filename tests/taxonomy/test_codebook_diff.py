@@ -59,7 +59,7 @@ def test_one_step_diff_names_every_kind_of_change(small_version, second_version)
         }
     ]
     assert cause["moved"] == [{"key": "default", "from_parent": "config", "to_parent": None}]
-    assert cause["merged"] == [{"from": ["logic", "typo"], "into": "logic"}]
+    assert cause["merged"] == [{"from": ["typo"], "into": "logic", "into_was": "logic"}]
     assert cause["split"] == [{"from": "api", "into": ["api_external", "api_internal"]}]
     assert cause["changed"] == [{"key": "logic", "fields": ["definition"]}]
     assert cause["unmapped"] == [] and cause["settings"] == {}
@@ -92,7 +92,7 @@ def test_a_diff_across_two_steps_composes_them(small_version, second_version):
     assert by_key["guard"].kind == "keep"
     diff = codebook_diff(from_version=small_version, to_version=third)
     cause = diff["dimensions"][0]
-    assert cause["merged"] == [{"from": ["logic", "typo"], "into": "logic_error"}]
+    assert cause["merged"] == [{"from": ["typo"], "into": "logic_error", "into_was": "logic"}]
 
 
 def test_unrelated_versions_are_compared_by_key(small_version):

@@ -128,3 +128,21 @@ def test_the_admin_lists_without_keys_and_superusers_revoke(make_user):
     assert api_status(key) == 401
     # The admin makes no tokens and deletes none.
     assert client.get("/admin/accounts/apitoken/add/").status_code == 403
+
+
+def test_the_new_key_has_a_copy_button_run_by_a_static_script(make_user):
+    client = login(make_user("alice"))
+
+    created = client.post(URL, {"action": "create", "name": "lab server"}).content.decode()
+    listing = client.get(URL).content.decode()
+
+    key = key_on(created)
+    assert f'id="new-key" readonly value="{key}"' in created
+    assert re.search(
+        r'<button type="button" data-copy="new-key"[^>]*hidden>Copy key</button>', created
+    )
+    # The script is a static file (the policy refuses inline scripts), only where a key is shown.
+    assert '<script src="/static/web/copy.js" defer></script>' in created
+    assert "<script>" not in created and "onclick" not in created
+    assert "copy.js" not in listing and "Copy key" not in listing
+    assert client.get("/static/web/copy.js").status_code == 200

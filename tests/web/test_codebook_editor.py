@@ -114,7 +114,7 @@ def test_start_a_draft_edit_merge_and_publish_in_the_browser_forms(client, study
     )
     assert response.status_code == 400 and "cycle" in response.content.decode()
     assert category(draft, "symptom", "crash").parent is None
-    response = client.post(edit, {"action": "publish"})
+    response = client.post(edit, {"action": "publish", "confirm": "1"})
     assert response.status_code == 302
     draft.refresh_from_db()
     assert draft.is_published

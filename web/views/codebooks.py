@@ -137,7 +137,8 @@ def codebook_draft_new(request: HttpRequest, version_id: int) -> HttpResponse:
     return redirect("codebook_edit", version_id=draft.id)
 
 
-# The editor: one page, one small form per change, each a POST naming its action.
+# The editor: one page, one small form per change, each a POST naming its action. A category's
+# forms come on demand (`?category=ID`, as an htmx fragment or opened in the page).
 
 
 def _checked(request: HttpRequest, name: str) -> bool:
@@ -205,12 +206,11 @@ def _edit(request: HttpRequest, version: CodebookVersion, action: str) -> tuple[
         return f"Added {category.name}.", f"cat-{category.id}"
     if action == "merge":
         dimension = _dimension(version, request)
+        source_keys = [key for key in post.getlist("sources") if key]
         draft_category_merge(
-            dimension=dimension,
-            source_keys=[key for key in post.getlist("sources") if key],
-            target_key=post.get("target", ""),
+            dimension=dimension, source_keys=source_keys, target_key=post.get("target", "")
         )
-        return f"Merged into {post.get('target')}.", f"dim-{dimension.key}"
+        return f"Merged {', '.join(source_keys)} into {post.get('target')}.", f"dim-{dimension.key}"
     if action == "mapping":
         dimension = _dimension(version, request)
         draft_mapping_declare(
@@ -225,6 +225,14 @@ def _edit(request: HttpRequest, version: CodebookVersion, action: str) -> tuple[
         )
         return "Mapping declared.", f"dim-{dimension.key}"
     if action == "publish":
+        # Publishing is for good: the form's box must be ticked, and the server checks it, so
+        # that no stray click (or a form posted without the box) publishes.
+        if not _checked(request, "confirm"):
+            raise ApplicationError(
+                f"Tick the box to confirm: once published, version {version.label} can never "
+                "change again.",
+                {"confirm": ["required"]},
+            )
         codebook_draft_publish(version=version)
         return f"Version {version.label} is published.", ""
     category = _category(version, request)
@@ -287,17 +295,25 @@ def codebook_edit(request: HttpRequest, version_id: int) -> HttpResponse:
         except ApplicationError as error:
             messages.error(request, error.message)
             status = 400
+            # The forms of the category the failed change was about stay open.
+            open_category = _int(request.POST.get("category"))
         else:
             messages.success(request, message)
             if action == "publish":
                 return redirect("codebook_version", version_id=version.id)
             url = reverse("codebook_edit", args=[version.id])
+            if anchor.startswith("cat-"):
+                # Back to the category's forms, open.
+                url = f"{url}?category={anchor.removeprefix('cat-')}"
             return redirect(f"{url}#{anchor}" if anchor else url)
     else:
         status = 200
+        open_category = _int(request.GET.get("category"))
     if version.is_published:
         messages.info(request, f"Version {version.label} is published and cannot change.")
         return redirect("codebook_version", version_id=version.id)
+    if request.htmx and request.method == "GET" and open_category is not None:
+        return _category_forms(request, version, open_category)
     dimensions = list(
         Dimension.objects.filter(version=version)
         .order_by("position")
@@ -339,6 +355,7 @@ def codebook_edit(request: HttpRequest, version_id: int) -> HttpResponse:
         {
             "version": version,
             "dimensions": dimensions,
+            "open_category": open_category,
             "problems": draft_problems(version=version),
             "diff": diff,
             "kinds": [
@@ -348,6 +365,27 @@ def codebook_edit(request: HttpRequest, version_id: int) -> HttpResponse:
             ],
         },
         status=status,
+    )
+
+
+def _category_forms(
+    request: HttpRequest, version: CodebookVersion, category_id: int
+) -> HttpResponse:
+    """The forms of one category of the draft (htmx): the editor's page lists categories
+    without them, as four forms per category made the page of a large codebook half a
+    megabyte."""
+    category = (
+        Category.objects.select_related("dimension")
+        .filter(dimension__version=version, pk=category_id)
+        .first()
+    )
+    if category is None:
+        raise Http404("That category is not in this draft any more; reload the page.")
+    others = category.dimension.categories.order_by("position")
+    return render(
+        request,
+        "web/_codebook_category_forms.html",
+        {"version": version, "category": category, "others": others},
     )
 
 
@@ -525,10 +563,11 @@ def study_proposals_page(request: HttpRequest, slug: str) -> HttpResponse:
             messages.error(request, error.message)
             status = 400
         else:
+            named = decision.category.name if decision.category else decision.category_key
             messages.success(
                 request,
                 f"“{decision.text}” {decision.get_kind_display().lower()}: "
-                f"{decision.category_key} (version {decision.version.label}).",
+                f"{named} ({decision.category_key}, version {decision.version.label}).",
             )
             return redirect("study_proposals", slug=study.slug)
     dimensions = []

@@ -22,6 +22,7 @@ from labeling.access import (
     item_can_resolve,
     item_get_for_resolution,
 )
+from labeling.agreement_report import LabelTableFilter, agreement_query_check
 from labeling.disagreements import (
     DisagreementFilter,
     disagreement_list,
@@ -78,6 +79,19 @@ def _queue_filters(query: QueryDict) -> DisagreementFilter:
     )
 
 
+def _queue_filters_check(study: Study, query: QueryDict) -> None:
+    """The API's check of the queue's filters: a dimension, round or repository the study does
+    not have is an ApplicationError naming it."""
+    dimension = query.get("dimension") or None
+    agreement_query_check(
+        study=study,
+        dimension_keys=[dimension] if dimension else None,
+        filters=LabelTableFilter(
+            round_name=query.get("round") or None, repository=query.get("repository") or None
+        ),
+    )
+
+
 def _queue_query(query: QueryDict) -> str:
     """The queue's filters of a request as a query string (to come back to the same queue)."""
     return urlencode({name: query[name] for name in QUEUE_FILTERS if query.get(name)})
@@ -118,13 +132,24 @@ def _conflict_text(conflict: str, names: dict[str, str]) -> str:
 @require_safe
 def disagreements(request: HttpRequest, slug: str) -> HttpResponse:
     study, _ = _overseer_study_or_403(request, slug)
-    filters = _queue_filters(request.GET)
+    given = request.GET
+    status = 200
+    try:
+        _queue_filters_check(study, given)
+    except ApplicationError as error:
+        # A filter value the study does not have is a 400 that says which, as on the agreement
+        # page and in the API, not an empty queue passed off as "no open disagreements".
+        status = 400
+        for name, problems in error.extra.items() or [(None, [error.message])]:
+            messages.error(request, f"{name}: {' '.join(problems)}" if name else problems[0])
+        given = QueryDict()
+    filters = _queue_filters(given)
     rows, counts = disagreement_queue(study=study, filters=filters)
     names = _category_names(study)
     dimension_names = {d.key: d.name for d in dimensions_of_version(version=study.codebook_version)}
 
     def choices(name: str, text) -> list[dict]:
-        selected = request.GET.get(name) or ""
+        selected = given.get(name) or ""
         found = [
             {"value": value, "text": text(value), "count": count, "selected": value == selected}
             for value, count in counts[name].items()
@@ -139,7 +164,7 @@ def disagreements(request: HttpRequest, slug: str) -> HttpResponse:
         merged = {key: name for by_key in names.values() for key, name in by_key.items()}
         return _conflict_text(value, merged)
 
-    query = _queue_query(request.GET)
+    query = _queue_query(given)
     context = {
         "study": study,
         "oversees": True,
@@ -184,9 +209,9 @@ def disagreements(request: HttpRequest, slug: str) -> HttpResponse:
             }
             for row in rows
         ],
-        "filtered": any(request.GET.get(name) for name in QUEUE_FILTERS),
+        "filtered": any(given.get(name) for name in QUEUE_FILTERS),
     }
-    return render(request, "web/disagreements.html", context)
+    return render(request, "web/disagreements.html", context, status=status)
 
 
 def _resolve_url(study: Study, item_id: int, query: str, dimension_key: str = "") -> str:

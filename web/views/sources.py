@@ -9,19 +9,20 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
 from common.exceptions import ApplicationError
 from ingest.dispatch import sync_request
-from ingest.models import MAX_INTERVAL_MINUTES, MIN_INTERVAL_MINUTES, Source
+from ingest.models import MAX_INTERVAL_MINUTES, MIN_INTERVAL_MINUTES, Source, SyncRun
 from ingest.selectors import (
     runs_latest,
     source_list,
     sync_run_get,
     sync_run_list,
 )
-from ingest.sources import source_create, source_delete
+from ingest.sources import source_add, source_delete
 from labeling.access import study_list_visible_to, user_can_manage_sources
 
 RECENT_RUNS = 15
@@ -59,6 +60,11 @@ def _check_manager(request: HttpRequest) -> None:
         raise PermissionDenied("Sources are for superusers and the managers of a study.")
 
 
+# Not one transaction per request: a sync request commits its run at once, so that the task it
+# sends runs now (inline in the embedded default, CELERY_TASK_ALWAYS_EAGER) and the answer shows
+# the run as that left it, not as queued; and adding a source asks GitHub outside a transaction.
+# Every write here is a service with its own transaction.
+@transaction.non_atomic_requests
 @login_required
 def sources(request: HttpRequest) -> HttpResponse:
     """GET: the page, or with `?run=ID` (htmx) one run's progress. POST: add a source
@@ -72,8 +78,21 @@ def sources(request: HttpRequest) -> HttpResponse:
         run = sync_run_get(run_id=int(run_id)) if run_id.isdigit() else None
         if run is None:
             raise Http404("No such sync run.")
-        return render(request, "web/_sync_run.html", {"run": run, "source_id": run.source_id})
+        return _run_fragment(request, run)
     return _page(request, SourceForm())
+
+
+def _run_fragment(request: HttpRequest, run: SyncRun) -> HttpResponse:
+    """One run's progress for htmx; once the run has ended, the list of recent syncs comes
+    along (an out-of-band swap), so that it shows the run without a reload."""
+    context = {"run": run, "source_id": run.source_id, "recent_runs": None}
+    if not run.is_active:
+        context["recent_runs"] = _recent_runs()
+    return render(request, "web/_sync_run_update.html", context)
+
+
+def _recent_runs() -> list[SyncRun]:
+    return list(sync_run_list()[:RECENT_RUNS])
 
 
 def _page(request: HttpRequest, form: SourceForm, *, status: int = 200) -> HttpResponse:
@@ -81,7 +100,7 @@ def _page(request: HttpRequest, form: SourceForm, *, status: int = 200) -> HttpR
     listed = list(source_list(visible_studies=study_list_visible_to(user=request.user)))
     latest = runs_latest(sources=listed)
     rows = [{"source": source, "run": latest.get(source.pk)} for source in listed]
-    context = {"rows": rows, "form": form, "recent_runs": list(sync_run_list()[:RECENT_RUNS])}
+    context = {"rows": rows, "form": form, "recent_runs": _recent_runs()}
     return render(request, "web/sources.html", context, status=status)
 
 
@@ -92,11 +111,13 @@ def _sources_post(request: HttpRequest) -> HttpResponse:
         if not form.is_valid():
             return _page(request, form, status=400)
         try:
-            source = source_create(**form.source_options(), created_by=request.user)
+            added = source_add(**form.source_options(), created_by=request.user)
         except ApplicationError as error:
             form.add_error(None, error.message)
             return _page(request, form, status=400)
-        messages.success(request, f"Added the source {source}.")
+        messages.success(request, f"Added the source {added.source}.")
+        if added.unchecked:
+            messages.warning(request, f"{added.unchecked} Its first sync will tell.")
         return redirect("sources")
     if action == "sync":
         source_id = request.POST.get("source", "")
@@ -105,8 +126,8 @@ def _sources_post(request: HttpRequest) -> HttpResponse:
             raise Http404("No such source.")
         run = sync_request(source=source, requested_by=request.user)
         if request.htmx:
-            run = sync_run_get(run_id=run.pk)
-            return render(request, "web/_sync_run.html", {"run": run, "source_id": source.pk})
+            # Read again: an inline task has run (and committed) by now.
+            return _run_fragment(request, sync_run_get(run_id=run.pk))
         messages.success(request, f"Sync of {source} requested.")
         return redirect("sources")
     if action == "remove":
