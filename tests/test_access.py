@@ -3,9 +3,10 @@
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-# The sign-in pages, the admin (its own login), static files, and the health probe that a load
-# balancer calls without a session (tests/deploy/test_health.py).
-PUBLIC_PREFIXES = ("accounts/", "admin/", "static/", "health/")
+# The sign-in pages, the admin (its own login), static files, the favicon browsers ask for before
+# anyone signs in, and the health probe that a load balancer calls without a session
+# (tests/deploy/test_health.py).
+PUBLIC_PREFIXES = ("accounts/", "admin/", "static/", "health/", "favicon.ico")
 
 
 def all_routes() -> list[str]:
