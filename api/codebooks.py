@@ -20,8 +20,9 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from api.exception_handler import ErrorSerializer
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember, StudyLookup
-from api.resolutions import ERRORS, ErrorSerializer
+from api.resolutions import ERRORS
 from api.serializers import (
     CodebookVersionDetailSerializer,
     CodebookVersionSerializer,
@@ -177,6 +178,7 @@ FROM = OpenApiParameter(
 # Not "format": DRF reads that one for its own content negotiation.
 FORMAT = OpenApiParameter("as", OpenApiTypes.STR, enum=list(EXPORT_FORMATS))
 STUDY = OpenApiParameter("study", OpenApiTypes.STR, description="Markdown: this study's counts")
+EXPORTED = "the codebook file (as=json or yaml) or its appendix (as=markdown)"
 
 
 def _dimension(version: CodebookVersion, key: str) -> Dimension:
@@ -422,7 +424,9 @@ class CodebookVersionEditorActions:
     @extend_schema(
         parameters=[FORMAT, STUDY],
         responses={
-            200: OpenApiTypes.OBJECT,
+            (200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT, description=EXPORTED),
+            (200, "application/yaml"): OpenApiResponse(OpenApiTypes.STR, description=EXPORTED),
+            (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description=EXPORTED),
             400: ERRORS[400],
             403: OpenApiResponse(
                 ErrorSerializer, description="?study= counts are for managers and adjudicators"

@@ -17,8 +17,9 @@ from rest_framework.exceptions import NotFound
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 
+from api.exception_handler import ErrorSerializer
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember
-from api.resolutions import ERRORS, ErrorSerializer
+from api.resolutions import ERRORS
 from api.serializers import StudyDetailSerializer
 from common.names import NAME_MAX_LENGTH, NameKind, NameValidator
 from corpus.selectors import IssueSelection, repository_names

@@ -25,6 +25,9 @@ from taxonomy.selectors import categories_by_key
 MAX_TEXT = 20_000
 MAX_SKIP_REASON = 2_000
 MAX_PROPOSAL = 200
+# Time spent on one item: a day is far beyond any labeling session; a larger count is a
+# stopwatch left running (the page keeps at most this) or a client's mistake (the API refuses).
+MAX_SECONDS_SPENT = 24 * 3600
 
 
 class MissingLabelsError(ApplicationError):
@@ -191,7 +194,7 @@ def _assignment_write(
         assignment.codebook_version_id = study.codebook_version_id
         fields.append("codebook_version")
     if seconds_spent is not None and seconds_spent > assignment.seconds_spent:
-        assignment.seconds_spent = min(seconds_spent, 7 * 24 * 3600)
+        assignment.seconds_spent = min(seconds_spent, MAX_SECONDS_SPENT)
         fields.append("seconds_spent")
     assignment.status = status
     assignment.skip_reason = ""
