@@ -1,5 +1,5 @@
-"""Writes of API tokens: create one (its key is returned once and never stored), revoke one,
-note its use."""
+"""Writes of people and API tokens: create a user (their names checked by one rule), create a
+token (its key is returned once and never stored), revoke one, note its use."""
 
 import hashlib
 import secrets
@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from accounts.models import KEY_PREFIX_LENGTH, MAX_TOKEN_NAME, ApiToken
 from common.exceptions import ApplicationError, PermissionDeniedError
+from common.names import InvalidName, NameKind, name_check
 
 # Recognisable to secret scanners (and people) as an IssueCoder key.
 KEY_PREFIX = "ic_"
@@ -25,6 +26,34 @@ def api_token_hash(key: str) -> str:
     """The stored form of a key: its SHA-256, hex. Looking a key up by its hash compares no
     secret byte by byte, so the lookup leaks no timing about stored keys."""
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def user_create(
+    *, username: str, first_name: str = "", last_name: str = "", is_active: bool = False
+) -> AbstractBaseUser:
+    """A new user without a usable password (inactive by default: a manager activates them
+    and they set a password), their names checked and normalised by `common.names`.
+    ApplicationError names the field when a name is refused or the username is taken."""
+    checked = {}
+    for field, value, kind in (
+        ("username", username, NameKind.USERNAME),
+        ("first_name", first_name, NameKind.DISPLAY_NAME),
+        ("last_name", last_name, NameKind.DISPLAY_NAME),
+    ):
+        try:
+            checked[field] = name_check(value, kind) if value or field == "username" else ""
+        except InvalidName as error:
+            raise ApplicationError(f"The {error}.", extra={"field": field}) from None
+    username = checked["username"]
+    User = get_user_model()
+    if User.objects.filter(username=username).exists():
+        raise ApplicationError(
+            f"A user called {username!r} exists already.", extra={"field": "username"}
+        )
+    user = User(**checked, is_active=is_active)
+    user.set_unusable_password()
+    user.save()
+    return user
 
 
 def _clean_name(name: str) -> str:

@@ -3,14 +3,20 @@ verbs save draft, submit and skip. Blind as the pages are: an annotator reads an
 their own assignments; a study's managers may read any."""
 
 from django.db.models import Prefetch, QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from api.exception_handler import ErrorSerializer
 from labeling.access import assignment_list_editable_by, assignment_list_visible_to
 from labeling.models import Annotation, Assignment
-from labeling.services.annotations import DimensionAnswer, assignment_save, assignment_skip
+from labeling.services.annotations import (
+    MAX_SECONDS_SPENT,
+    DimensionAnswer,
+    assignment_save,
+    assignment_skip,
+)
 
 
 class AnnotationSerializer(serializers.ModelSerializer):
@@ -59,12 +65,25 @@ class AnswerSerializer(serializers.Serializer):
 
 class SaveSerializer(serializers.Serializer):
     version = serializers.IntegerField(min_value=0, required=False)
-    seconds_spent = serializers.IntegerField(min_value=0, required=False)
+    seconds_spent = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_SECONDS_SPENT,
+        required=False,
+        help_text="time spent on the item in all, in seconds (at most a day)",
+    )
     answers = serializers.DictField(child=AnswerSerializer(), default=dict)
 
 
 class SkipSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=2000)
+
+
+SAVE_RESPONSES = {
+    200: AssignmentSerializer,
+    409: OpenApiResponse(
+        ErrorSerializer, description="a stale `version`: the labels changed since; nothing saved"
+    ),
+}
 
 
 def _with_labels(assignments: QuerySet[Assignment]) -> QuerySet[Assignment]:
@@ -125,13 +144,13 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         )
         return Response(self.get_serializer(self.get_queryset().get(pk=assignment.pk)).data)
 
-    @extend_schema(request=SaveSerializer, responses=AssignmentSerializer)
+    @extend_schema(request=SaveSerializer, responses=SAVE_RESPONSES)
     @action(detail=True, methods=["post"])
     def draft(self, request, pk=None):
         """Save labels as a draft. A stale `version` answers 409 and writes nothing."""
         return self._save(request, submit=False)
 
-    @extend_schema(request=SaveSerializer, responses=AssignmentSerializer)
+    @extend_schema(request=SaveSerializer, responses=SAVE_RESPONSES)
     @action(detail=True, methods=["post"])
     def submit(self, request, pk=None):
         """Save and submit; every required dimension needs its category. When one lacks it, the

@@ -13,13 +13,14 @@ nothing.
 from django.http import HttpResponse
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from api.exception_handler import ErrorSerializer
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember, StudyLookup
 from api.resolutions import ERRORS
 from api.serializers import (
@@ -37,7 +38,11 @@ from labeling.access import (
     study_get_visible_to,
     study_roles,
 )
-from labeling.codebook_history import agreement_by_version, study_category_counts
+from labeling.codebook_history import (
+    agreement_by_version,
+    study_category_counts,
+    study_category_counts_title,
+)
 from labeling.proposals import proposal_create_category, proposal_map, study_proposals
 from labeling.rereview import recheck_list_for_annotator, resolutions_to_recheck
 from labeling.services.codebook_migration import study_codebook_migrate
@@ -173,6 +178,7 @@ FROM = OpenApiParameter(
 # Not "format": DRF reads that one for its own content negotiation.
 FORMAT = OpenApiParameter("as", OpenApiTypes.STR, enum=list(EXPORT_FORMATS))
 STUDY = OpenApiParameter("study", OpenApiTypes.STR, description="Markdown: this study's counts")
+EXPORTED = "the codebook file (as=json or yaml) or its appendix (as=markdown)"
 
 
 def _dimension(version: CodebookVersion, key: str) -> Dimension:
@@ -417,12 +423,21 @@ class CodebookVersionEditorActions:
 
     @extend_schema(
         parameters=[FORMAT, STUDY],
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            (200, "application/json"): OpenApiResponse(OpenApiTypes.OBJECT, description=EXPORTED),
+            (200, "application/yaml"): OpenApiResponse(OpenApiTypes.STR, description=EXPORTED),
+            (200, "text/markdown"): OpenApiResponse(OpenApiTypes.STR, description=EXPORTED),
+            400: ERRORS[400],
+            403: OpenApiResponse(
+                ErrorSerializer, description="?study= counts are for managers and adjudicators"
+            ),
+            404: OpenApiResponse(ErrorSerializer, description="no such version or study for you"),
+        },
         description=(
             "The version (?as=json|yaml|markdown) as a codebook file (json: the object; yaml) "
-            "or as Markdown for a "
-            "paper's appendix (with ?study=SLUG, that study's label and gold counts, for its "
-            "managers and adjudicators)."
+            "or as Markdown for a paper's appendix (with ?study=SLUG, that study's label and "
+            "gold counts: for its managers of every item, for its adjudicators of the items in "
+            "resolution or resolved, whose labels are all in)."
         ),
     )
     @action(detail=True, methods=["get"])
@@ -440,10 +455,13 @@ class CodebookVersionEditorActions:
         slug = request.query_params.get("study")
         if slug and export_format == "markdown":
             found = study_get_visible_to(slug=slug, user=request.user)
-            if found is None or not study_can_see_agreement(roles=found[1]):
-                raise ApplicationError(f"No study {slug!r} for you.", {"study": ["unknown"]})
-            counts = study_category_counts(study=found[0])
-            title = f"submitted labels and gold labels of the study {found[0].name}"
+            if found is None:
+                raise NotFound(f"No study {slug!r}.")
+            study, roles = found
+            if not study_can_see_agreement(roles=roles):
+                raise PermissionDenied("The counts are for the study's managers and adjudicators.")
+            counts = study_category_counts(study=study, roles=roles)
+            title = study_category_counts_title(study=study, roles=roles)
         content_type = "application/yaml" if export_format == "yaml" else "text/markdown"
         return HttpResponse(
             codebook_spec_export(spec, export_format, counts, title),

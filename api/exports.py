@@ -13,6 +13,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
+from api.exception_handler import ErrorSerializer
 from api.permissions import IsStudyManager, IsStudyMember
 from common.exceptions import ConflictError
 from exports.formats import CONTENT_TYPES
@@ -105,10 +106,13 @@ class ExportJobViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
 
     @extend_schema(
         responses={
-            (200, "application/octet-stream"): OpenApiResponse(
-                OpenApiTypes.BINARY, description="the dataset file (CSV, JSONL or Parquet)"
-            ),
-            409: OpenApiResponse(description="the export is not done"),
+            **{
+                (200, content_type.split(";")[0]): OpenApiResponse(
+                    OpenApiTypes.BINARY, description=f"the dataset file ({export_format})"
+                )
+                for export_format, content_type in CONTENT_TYPES.items()
+            },
+            409: OpenApiResponse(ErrorSerializer, description="the export is not done"),
         }
     )
     @action(detail=True, methods=["get"])

@@ -26,6 +26,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from api.exception_handler import ErrorSerializer
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember
 from api.upstream_changes import (
     UpstreamChangeRecordSerializer,
@@ -76,18 +77,6 @@ ITEM_ID = OpenApiParameter("item_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 
 
 # Shapes
-
-
-class ErrorBodySerializer(serializers.Serializer):
-    code = serializers.CharField()
-    message = serializers.CharField()
-    details = serializers.JSONField()
-
-
-class ErrorSerializer(serializers.Serializer):
-    """The API's one error shape (api.exception_handler)."""
-
-    error = ErrorBodySerializer()
 
 
 class ResolutionSerializer(serializers.Serializer):

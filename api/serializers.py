@@ -3,7 +3,7 @@ from rest_framework import serializers
 from corpus.models import Issue, IssueComment, LinkedFix
 from corpus.records import is_http_url
 from labeling.agreement import DEFAULT_MIN_PAIR_ITEMS
-from labeling.agreement_report import MAX_MIN_PAIR_ITEMS
+from labeling.agreement_report import MAX_BOOTSTRAP, MAX_MIN_PAIR_ITEMS
 from labeling.models import Round, Study
 from taxonomy.models import Category, Codebook, CodebookVersion, Dimension
 
@@ -167,7 +167,9 @@ class AgreementQuerySerializer(serializers.Serializer):
     submitted_before = serializers.DateTimeField(required=False)
     level = serializers.IntegerField(required=False, min_value=0, max_value=20)
     weights = serializers.ChoiceField(choices=["linear", "quadratic"], required=False)
-    bootstrap = serializers.IntegerField(required=False, min_value=0, max_value=10_000, default=0)
+    bootstrap = serializers.IntegerField(
+        required=False, min_value=0, max_value=MAX_BOOTSTRAP, default=0
+    )
     seed = serializers.IntegerField(required=False, min_value=0, default=0)
     min_pair_items = serializers.IntegerField(
         required=False,

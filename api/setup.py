@@ -17,9 +17,11 @@ from rest_framework.exceptions import NotFound
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 
+from api.exception_handler import ErrorSerializer
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember
-from api.resolutions import ERRORS, ErrorSerializer
+from api.resolutions import ERRORS
 from api.serializers import StudyDetailSerializer
+from common.names import NAME_MAX_LENGTH, NameKind, NameValidator
 from corpus.selectors import IssueSelection, repository_names
 from labeling.access import codebook_version_get_visible_to, user_can_create_study
 from labeling.dashboard import (
@@ -189,7 +191,11 @@ def _usernames(help_text: str) -> serializers.ListField:
 
 class StudyCreateSerializer(SampleRuleSerializer):
     slug = serializers.SlugField(max_length=100)
-    name = serializers.CharField(max_length=200)
+    name = serializers.CharField(
+        max_length=NAME_MAX_LENGTH[NameKind.STUDY_NAME],
+        validators=[NameValidator(NameKind.STUDY_NAME)],
+        help_text="no control or invisible formatting characters (common.names)",
+    )
     description = serializers.CharField(default="", allow_blank=True, max_length=20_000)
     codebook_version = serializers.IntegerField(help_text="a codebook version id")
     k = serializers.IntegerField(

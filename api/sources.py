@@ -4,17 +4,18 @@ Sources feed every study, so the endpoints are for superusers and managers of at
 study; what each call does is decided in the ingest modules (sources, follows, dispatch).
 """
 
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from api.exception_handler import ErrorSerializer
 from api.permissions import CanManageSources
 from ingest.dispatch import sync_request
 from ingest.follows import study_follow_create
-from ingest.models import Source, StudyFollow, SyncRun
+from ingest.models import MAX_INTERVAL_MINUTES, MIN_INTERVAL_MINUTES, Source, StudyFollow, SyncRun
 from ingest.selectors import runs_latest, source_list, sync_run_list
 from ingest.sources import source_add, source_delete
 from labeling.access import study_get_visible_to, study_list_visible_to
@@ -93,7 +94,9 @@ class SourceCreateSerializer(serializers.Serializer):
         required=False, allow_null=True, default=None, help_text="ISO 8601; UTC without a zone"
     )
     include_pull_requests = serializers.BooleanField(default=False)
-    interval_minutes = serializers.IntegerField(default=60)
+    interval_minutes = serializers.IntegerField(
+        default=60, min_value=MIN_INTERVAL_MINUTES, max_value=MAX_INTERVAL_MINUTES
+    )
     enabled = serializers.BooleanField(default=True)
 
 
@@ -149,7 +152,12 @@ class SourceViewSet(
         data = SourceSerializer(source, context=self._context_with_runs([source])).data
         return Response(data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(
+        responses={
+            204: None,
+            409: OpenApiResponse(ErrorSerializer, description="a sync of the source is running"),
+        }
+    )
     def destroy(self, request, *args, **kwargs):
         source_delete(source=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)

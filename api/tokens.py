@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from accounts.models import MAX_TOKEN_NAME, ApiToken
 from accounts.selectors import api_token_get_for_user, api_token_list_for_user
 from accounts.services import MAX_ACTIVE_TOKENS, api_token_create, api_token_revoke
-from api.resolutions import ErrorSerializer
+from api.exception_handler import ErrorSerializer
 
 
 class ApiTokenSerializer(serializers.ModelSerializer):

@@ -21,6 +21,12 @@ urlpatterns = [
     path("", include("web.urls")),
 ]
 
+# Under /api/ these answer the API's JSON error shape; elsewhere Django's own pages.
+handler400 = "api.exception_handler.bad_request"
+handler403 = "api.exception_handler.permission_denied"
+handler404 = "api.exception_handler.page_not_found"
+handler500 = "api.exception_handler.server_error"
+
 if docs_served():
     # The built documentation site, public and read-only (web/views/docs.py); without the
     # setting the route does not exist at all, as with Django's static() helper.

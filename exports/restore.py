@@ -34,12 +34,12 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
 
 from common.exceptions import ApplicationError
+from common.names import InvalidName, NameKind, name_check, name_shown
 from common.services import model_update
 from corpus.models import Issue
 from corpus.records import IssueRecord, RecordError, issue_record_parse
@@ -66,10 +66,8 @@ from taxonomy.services import codebook_load
 BATCH_ROWS = 1_000
 MAX_ERRORS = 50
 RESTORED_NOTE = "restored from a dataset export"
-USERNAME_MAX_LENGTH = 150
 SLUG_MAX_LENGTH = 100
 ROUND_NAME_MAX_LENGTH = 100
-STUDY_NAME_MAX_LENGTH = 200
 SMALLINT_MAX = 32_767
 
 
@@ -344,8 +342,10 @@ def _study_settings(settings: Any, slug: str) -> dict[str, Any]:
         "status": _typed(settings, "status", str, Study.Status.ACTIVE),
         "required_dimensions": settings.get("required_dimensions"),
     }
-    if not checked["name"] or len(checked["name"]) > STUDY_NAME_MAX_LENGTH:
-        raise _RowError(f"study_settings.name: 1 to {STUDY_NAME_MAX_LENGTH} characters")
+    try:
+        checked["name"] = name_check(checked["name"], NameKind.STUDY_NAME)
+    except InvalidName as error:
+        raise _RowError(f"study_settings.name: {error}") from None
     if not 1 <= checked["k"] <= SMALLINT_MAX:
         raise _RowError("study_settings.k: must be at least 1")
     if checked["status"] not in Study.Status.values:
@@ -543,11 +543,7 @@ def _raw(raw: Any, target: _Target) -> dict[str, dict[str, list[str]]]:
         if not isinstance(by_annotator, dict):
             raise _RowError(f"raw.{key}: must be an object of annotators")
         for annotator, keys in by_annotator.items():
-            if not _is_username(annotator):
-                raise _RowError(
-                    f"raw.{key}: {annotator[:160]!r} is not a username (1 to "
-                    f"{USERNAME_MAX_LENGTH} letters, digits and @.+-_)"
-                )
+            _check_username(annotator, f"raw.{key}")
             if keys == NOT_APPLICABLE:
                 marked.setdefault(annotator, []).append(key)
                 answers.setdefault(key, {})[annotator] = []
@@ -596,9 +592,10 @@ def _versions(versions: Any, target: _Target) -> dict[str, int]:
         raise _RowError(f"{RAW_VERSION}: must be an object of annotators")
     found: dict[str, int] = {}
     for annotator, label in versions.items():
+        _check_username(annotator, RAW_VERSION)
         if label is None:
             continue
-        place = f"{RAW_VERSION}.{annotator[:160]}"
+        place = f"{RAW_VERSION}.{annotator}"
         if not isinstance(label, str):
             raise _RowError(f"{place}: must be the label of a codebook version, or null")
         version_id = target.versions.get(label)
@@ -611,14 +608,18 @@ def _versions(versions: Any, target: _Target) -> dict[str, int]:
     return found
 
 
-def _is_username(name: str) -> bool:
-    if not name or len(name) > USERNAME_MAX_LENGTH:
-        return False
+def _check_username(name: str, place: str) -> None:
+    """An annotator's name passes the username rule (`common.names`) exactly as written: a
+    name that is refused when people are created is refused here, with its row, rather than
+    failing later, and one that is not in its normal form would restore another name."""
     try:
-        UnicodeUsernameValidator()(name)
-    except ValidationError:
-        return False
-    return True
+        checked = name_check(name, NameKind.USERNAME)
+    except InvalidName as error:
+        raise _RowError(f"{place}: {error}") from None
+    if checked != name:
+        raise _RowError(
+            f"{place}: username {name_shown(name)} is not in its normal form (NFKC: {checked!r})"
+        )
 
 
 def _strings(value: Any) -> bool:

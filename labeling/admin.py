@@ -5,11 +5,14 @@ models are read-only here (their history must stay complete). Nothing that holds
 history is deleted here, neither directly nor by a cascade: a study, an item, an assignment, a
 gold label, a comment, and a user who labeled (deactivate them instead)."""
 
+from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
+from accounts.forms import UserAddForm, UserEditForm
 from common.admin import ReadOnlyAdmin
+from common.names import NameKind, NameValidator
 from common.services import model_update
 from labeling.models import (
     Annotation,
@@ -40,8 +43,18 @@ class RoundInline(admin.TabularInline):
     readonly_fields = ["position"]
 
 
+class StudyAdminForm(forms.ModelForm):
+    class Meta:
+        model = Study
+        fields = ["name", "description", "blind", "status"]
+
+    def clean_name(self) -> str:
+        return NameValidator(NameKind.STUDY_NAME).clean(self.cleaned_data.get("name"))
+
+
 @admin.register(Study)
 class StudyAdmin(admin.ModelAdmin):
+    form = StudyAdminForm
     list_display = ["slug", "name", "codebook_version", "k", "blind", "status"]
     inlines = [RoundInline, MembershipInline]
     # Who labels what a screen-in opens may change while the study runs (say, when no annotator
@@ -162,7 +175,10 @@ def user_has_label_history(user) -> bool:
 class LabelKeepingUserAdmin(UserAdmin):
     """Django's user admin, except that users with label history are never deleted (unticking
     "active" locks them out and keeps their work). The "delete selected" action is gone, since
-    it cannot tell such users apart."""
+    it cannot tell such users apart. Names pass the rule of `common.names`."""
+
+    add_form = UserAddForm
+    form = UserEditForm
 
     def has_delete_permission(self, request, obj=None) -> bool:
         if obj is not None and user_has_label_history(obj):

@@ -3,13 +3,16 @@
 issue is `owner/name#number`, annotator a username, dimension a dimension key, labels category
 keys joined by `;` (empty: none applies). Optional columns: `unsure` (true/false/1/0/yes/no),
 `rationale`. Parsing only; no database here.
+
+A NUL character anywhere is an error of its line, not dropped: "annot\\0ator1" is not
+annotator1, and a file that says something else than it shows is not imported.
 """
 
 import csv
 import io
 from dataclasses import dataclass
 
-from common.text import issue_reference_parse, strip_nul
+from common.text import issue_reference_parse
 
 REQUIRED_COLUMNS = ("issue", "annotator", "dimension", "labels")
 MAX_FILE_BYTES = 50 * 1024 * 1024
@@ -50,11 +53,13 @@ def annotation_rows_parse(content: bytes | str) -> list[AnnotationRow]:
             content = content.decode("utf-8-sig")
         except UnicodeDecodeError as error:
             raise AnnotationFileError([(0, f"file is not UTF-8 ({error})")]) from error
-    reader = csv.reader(io.StringIO(strip_nul(content), newline=""))
+    reader = csv.reader(io.StringIO(content, newline=""))
     try:
         header_fields = next(reader, [])
     except csv.Error as error:
         raise AnnotationFileError([(1, f"not a CSV header: {error}")]) from error
+    if any("\x00" in column for column in header_fields):
+        raise AnnotationFileError([(1, "the header holds a NUL character")])
     header = [column.strip().lower() for column in header_fields]
     missing = [column for column in REQUIRED_COLUMNS if column not in header]
     if missing:
@@ -78,6 +83,10 @@ def annotation_rows_parse(content: bytes | str) -> list[AnnotationRow]:
         # A short record's missing trailing fields are empty.
         padded = fields + [""] * (len(header) - len(fields))
         values = {key: value.strip() for key, value in zip(header, padded, strict=True)}
+        with_nul = [key for key, value in values.items() if "\x00" in value]
+        if with_nul:
+            errors.append((index, f"{', '.join(with_nul)} holds a NUL character"))
+            continue
         if not any(values.values()):
             continue
         try:

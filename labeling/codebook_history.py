@@ -5,8 +5,16 @@ from dataclasses import replace
 
 from django.db.models import Count, QuerySet
 
+from labeling.access import MANAGER, item_list_for_resolution
 from labeling.agreement_report import LabelTableFilter, study_agreement_report
-from labeling.models import Annotation, Assignment, Resolution, Study, StudyCodebookChange
+from labeling.models import (
+    Annotation,
+    Assignment,
+    Resolution,
+    Study,
+    StudyCodebookChange,
+    StudyItem,
+)
 from taxonomy.models import CodebookVersion
 
 
@@ -56,13 +64,26 @@ def agreement_by_version(*, study: Study, **report_options) -> dict[str, dict]:
     return reports
 
 
-def study_category_counts(*, study: Study) -> dict[tuple[str, str], dict[str, int]]:
+def study_category_counts(
+    *, study: Study, roles: set[str] | None = None
+) -> dict[tuple[str, str], dict[str, int]]:
     """How often each category is used in a study, by (dimension key, category key): in
-    submitted labels ("labels") and in gold labels ("gold"). Two queries."""
+    submitted labels ("labels") and in gold labels ("gold"). Two queries.
+
+    With `roles`, only the items those roles may see side by side count
+    (`item_list_for_resolution`): a manager's are every item, an adjudicator's the items in
+    resolution or resolved, whose labels are all in; an item still being labeled would tell an
+    adjudicator how its first labels lean before the last annotator has given theirs. Without
+    `roles` (the command line, run by whoever runs the instance), every item counts."""
+    items = (
+        StudyItem.objects.filter(study=study)
+        if roles is None
+        else item_list_for_resolution(study=study, roles=roles)
+    )
     counts: dict[tuple[str, str], dict[str, int]] = {}
     used = (
         Annotation.objects.filter(
-            assignment__item__study=study,
+            assignment__item__in=items,
             assignment__status=Assignment.Status.SUBMITTED,
             categories__isnull=False,
         )
@@ -73,7 +94,7 @@ def study_category_counts(*, study: Study) -> dict[tuple[str, str], dict[str, in
     for dimension_key, category_key, n in used:
         counts.setdefault((dimension_key, category_key), {"labels": 0, "gold": 0})["labels"] += n
     gold = (
-        Resolution.objects.filter(item__study=study, categories__isnull=False)
+        Resolution.objects.filter(item__in=items, categories__isnull=False)
         .values_list("dimension__key", "categories__key")
         .annotate(n=Count("id"))
         .order_by()
@@ -81,3 +102,13 @@ def study_category_counts(*, study: Study) -> dict[tuple[str, str], dict[str, in
     for dimension_key, category_key, n in gold:
         counts.setdefault((dimension_key, category_key), {"labels": 0, "gold": 0})["gold"] += n
     return counts
+
+
+def study_category_counts_title(*, study: Study, roles: set[str] | None = None) -> str:
+    """What `study_category_counts` counted, for the export's "Counts:" line."""
+    if roles is not None and MANAGER not in roles:
+        return (
+            f"submitted labels and gold labels of the items of the study {study.name} in "
+            "resolution or resolved"
+        )
+    return f"submitted labels and gold labels of the study {study.name}"

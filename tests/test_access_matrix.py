@@ -190,8 +190,8 @@ def public(name, url, status, method="get", data=None) -> Case:
 
 
 def api(name, url, expected, method="get", data=None) -> Case:
-    # Session authentication comes first, so an anonymous request is a 403 (not a 401).
-    return Case(f"API {name}", method, url, {**expected, "anonymous": 403}, data)
+    # An anonymous request is a 401 with the token's WWW-Authenticate challenge.
+    return Case(f"API {name}", method, url, {**expected, "anonymous": 401}, data)
 
 
 def demo(members: int | str, *, others: int = 404, superuser: int | str | None = None) -> dict:
@@ -819,8 +819,8 @@ CASES += [
     api(
         "codebook export with a study's counts",
         "/api/codebook-versions/{codebook_version_id}/export/?as=markdown&study=demo",
-        # A study the user may not read the counts of is a 400 naming the parameter.
-        only(200, "manager", "adjudicator", "superuser", rest=400),
+        # A study the user cannot see is a 404; one they see without overseeing it a 403.
+        {**only(200, "manager", "adjudicator", "superuser", rest=404), "annotator": 403},
     ),
 ]
 

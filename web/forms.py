@@ -7,6 +7,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.http import QueryDict
 
+from common.names import NAME_MAX_LENGTH, NameKind, NameValidator
 from corpus.models import Repository
 from corpus.selectors import IssueSelection, repository_names
 from labeling.agreement import DEFAULT_MIN_PAIR_ITEMS
@@ -225,7 +226,10 @@ def _people():
 
 
 class StudySetupForm(SampleRuleForm):
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(
+        max_length=NAME_MAX_LENGTH[NameKind.STUDY_NAME],
+        validators=[NameValidator(NameKind.STUDY_NAME)],
+    )
     slug = forms.SlugField(
         max_length=100, help_text="The study's address: /studies/SLUG/ (letters, digits, -)."
     )

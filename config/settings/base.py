@@ -162,22 +162,22 @@ if TRUSTED_PROXY_COUNT < 0:
     raise ImproperlyConfigured("TRUSTED_PROXY_COUNT must be 0 (no proxy) or more.")
 
 REST_FRAMEWORK = {
+    # The token first: DRF answers a request without credentials with the first class's
+    # WWW-Authenticate challenge, a 401; session authentication has none, which made it a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "api.authentication.TokenAuthentication",  # throttles wrong tokens; they are a 401
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.PageSizePagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "api.exception_handler.exception_handler",
-    # DRF's defaults, with a JSON parser that refuses too-deep nesting (a 400, not a 500).
-    "DEFAULT_PARSER_CLASSES": [
-        "api.parsers.JSONParser",
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-    ],
+    # JSON only, refusing too-deep nesting (a 400, not a 500). A form or multipart body is a
+    # 415: it cannot carry the nested `answers` of a draft, which were silently dropped.
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     # DRF's own reading of TRUSTED_PROXY_COUNT (its default, None, trusts the header outright).
     "NUM_PROXIES": TRUSTED_PROXY_COUNT,
     "DEFAULT_THROTTLE_CLASSES": [
@@ -227,8 +227,11 @@ SPECTACULAR_SETTINGS = {
         "Collaborative labeling of GitHub issues for empirical studies: everything the pages "
         "do. Sign in (a session) or send a personal API token as `Authorization: Token <key>`; "
         "tokens are made on /account/tokens/ or with POST /api/tokens/ in a signed-in session. "
-        "Lists are paginated (`page`, `page_size` up to 200); every error has one shape, "
-        '`{"error": {"code", "message", "details"}}`.'
+        "A request without credentials is a 401 with `WWW-Authenticate: Token`. Bodies are "
+        "JSON (a form or multipart body is a 415); a JSON number where a string is expected "
+        "is read as its digits. Lists are paginated (`page` from 1, `page_size` up to 200); "
+        'every error has one shape, `{"error": {"code", "message", "details"}}`, on every '
+        "status each operation documents."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -243,6 +246,9 @@ SPECTACULAR_SETTINGS = {
         "CodebookVersionStatusEnum": "taxonomy.models.CodebookVersion.Status",
         "MachineRunStatusEnum": "machines.models.MachineRun.Status",
     },
+    # Request bodies get components of their own, in which a field that may not be blank says
+    # so (minLength 1) and read-only fields are left out.
+    "COMPONENT_SPLIT_REQUEST": True,
 }
 
 # Mail, which only password reset links use. EMAIL_URL in django-environ's form:

@@ -9,7 +9,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 from django.utils import timezone
 
+from accounts.services import user_create
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
+from common.names import InvalidName, NameKind, name_check, name_shown
 from common.text import strip_nul
 from corpus.models import Issue
 from labeling.annotation_import import AnnotationRow
@@ -24,6 +26,9 @@ from taxonomy.selectors import categories_by_key
 MAX_TEXT = 20_000
 MAX_SKIP_REASON = 2_000
 MAX_PROPOSAL = 200
+# Time spent on one item: a day is far beyond any labeling session; a larger count is a
+# stopwatch left running (the page keeps at most this) or a client's mistake (the API refuses).
+MAX_SECONDS_SPENT = 24 * 3600
 
 
 class MissingLabelsError(ApplicationError):
@@ -192,7 +197,7 @@ def _assignment_write(
         assignment.codebook_version_id = study.codebook_version_id
         fields.append("codebook_version")
     if seconds_spent is not None and seconds_spent > assignment.seconds_spent:
-        assignment.seconds_spent = min(seconds_spent, 7 * 24 * 3600)
+        assignment.seconds_spent = min(seconds_spent, MAX_SECONDS_SPENT)
         fields.append("seconds_spent")
     assignment.status = status
     assignment.skip_reason = ""
@@ -541,14 +546,24 @@ def annotations_import(
     issue needs no root cause), and text longer than its limit is refused. Issues not yet in
     the study become items of its current round, assigned to exactly the annotators who labeled
     them in the file. Unknown annotators are an error unless `create_users`, which creates them
-    as inactive accounts (they cannot log in until a manager activates them).
+    as inactive accounts (they cannot log in until a manager activates them). An annotator's
+    name must pass the username rule (`common.names`) as written: a name with a NUL, a control
+    or an invisible formatting character, or one not in its normal form, is an error, never
+    matched to a user whose name looks the same.
     """
     User = get_user_model()
     errors: list[tuple[int, str]] = []
     dimensions = {d.key: d for d in study_dimensions(study=study)}
     categories = categories_by_key(version=study.codebook_version)
     issues = _issues_by_reference({(row.owner, row.name, row.number) for row in rows})
-    users = {u.username: u for u in User.objects.filter(username__in={r.annotator for r in rows})}
+    name_problems = {name: _username_problem(name) for name in {row.annotator for row in rows}}
+    # Only names that pass are looked up (PostgreSQL cannot even be sent one with a NUL).
+    users = {
+        user.username: user
+        for user in User.objects.filter(
+            username__in=[name for name, problem in name_problems.items() if problem is None]
+        )
+    }
     seen: dict[tuple[str, str, str], int] = {}
     # What each annotator chose per dimension of each issue in the file: whether a dimension
     # applies depends on the others (`Dimension.applies_given`), as when submitting.
@@ -558,12 +573,15 @@ def annotations_import(
             row.labels
         )
     for row in rows:
+        problem = name_problems[row.annotator]
+        if problem:
+            errors.append((row.line, f"annotator: {problem}"))
         issue = issues.get((row.owner, row.name, row.number))
         if issue is None:
             errors.append((row.line, f"unknown issue {row.issue_reference}"))
         elif issue.is_pull_request:
             errors.append((row.line, f"{row.issue_reference} is a pull request, not an issue"))
-        if row.annotator not in users and not create_users:
+        if not problem and row.annotator not in users and not create_users:
             errors.append((row.line, f"unknown annotator {row.annotator!r}"))
         dimension = dimensions.get(row.dimension)
         if dimension is None:
@@ -600,10 +618,7 @@ def annotations_import(
 
     report = AnnotationImportReport(rows=len(rows))
     for username in sorted({row.annotator for row in rows} - users.keys()):
-        user = User(username=username, is_active=False)
-        user.set_unusable_password()
-        user.save()
-        users[username] = user
+        users[username] = user_create(username=username, is_active=False)
         report.users_created += 1
     for user in {users[row.annotator] for row in rows}:
         study_member_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
@@ -655,6 +670,18 @@ def annotations_import(
     for item_id in sorted({item_id for item_id, _ in assignments}):
         item_resolution_update(item=StudyItem(pk=item_id))
     return report
+
+
+def _username_problem(name: str) -> str | None:
+    """What is wrong with an annotator's name in an import, None when nothing is."""
+    try:
+        checked = name_check(name, NameKind.USERNAME)
+    except InvalidName as error:
+        return str(error)
+    if checked != name:
+        # Matching the normalised name would make two spellings one person without a word.
+        return f"username {name_shown(name)} is not in its normal form (NFKC: {checked!r})"
+    return None
 
 
 def _issues_by_reference(

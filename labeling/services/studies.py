@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
 from common.exceptions import ApplicationError
+from common.names import InvalidName, NameKind, name_check
 from corpus.models import Issue
 from labeling.assignment import least_loaded_assignment
 from labeling.models import Assignment, Membership, Round, Study, StudyItem
@@ -40,8 +41,10 @@ def study_create(
     """Create a study with one round, its members, and its issues assigned to k annotators each.
 
     Pull requests are never study items. When annotators are given, every item is pre-assigned to k
-    of them; otherwise annotators claim items as they ask for their next one.
+    of them; otherwise annotators claim items as they ask for their next one. The name passes
+    the rule of `common.names` and is stored normalised.
     """
+    name = study_name_check(name)
     if Study.objects.filter(slug=slug).exists():
         raise ApplicationError(f"A study with the slug {slug!r} exists already.")
     if k < 1:
@@ -91,6 +94,14 @@ def study_create(
             study_member_add(study=study, user=user, role=role)
     study_items_add(study=study, issues=issues)
     return study
+
+
+def study_name_check(name: str) -> str:
+    """The study's name, normalised; ApplicationError (on the field "name") if it is refused."""
+    try:
+        return name_check(name, NameKind.STUDY_NAME)
+    except InvalidName as error:
+        raise ApplicationError(f"The {error}.", extra={"field": "name"}) from None
 
 
 def round_save(

@@ -132,4 +132,4 @@ def test_a_non_ascii_key_is_a_401_not_an_error(db):
 def test_other_schemes_are_left_to_other_authentication(db):
     # Basic is not accepted: no session, no token -> the API's unauthenticated answer.
     response = APIClient().get("/api/studies/", HTTP_AUTHORIZATION="Basic cm9ib3Q6cGFzcw==")
-    assert response.status_code == 403
+    assert response.status_code == 401

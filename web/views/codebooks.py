@@ -30,6 +30,7 @@ from labeling.access import (
 from labeling.codebook_history import (
     agreement_by_version,
     study_category_counts,
+    study_category_counts_title,
     study_codebook_history,
     study_label_versions,
 )
@@ -429,8 +430,8 @@ def codebook_export(request: HttpRequest, version_id: int) -> HttpResponse:
         # Counts are agreement-like figures: for those who oversee the study.
         if found is None or not study_can_see_agreement(roles=found[1]):
             raise Http404("No such study.")
-        counts = study_category_counts(study=found[0])
-        counts_title = f"submitted labels and gold labels of the study {found[0].name}"
+        counts = study_category_counts(study=found[0], roles=found[1])
+        counts_title = study_category_counts_title(study=found[0], roles=found[1])
     content_type, extension = EXPORT_TYPES[export_format]
     body = codebook_spec_export(
         codebook_version_to_spec(version=version), export_format, counts, counts_title

@@ -2,7 +2,7 @@ from django.core.management.base import CommandError
 
 from common.exceptions import ApplicationError
 from common.management import CommandWithVersionOption
-from labeling.codebook_history import study_category_counts
+from labeling.codebook_history import study_category_counts, study_category_counts_title
 from labeling.models import Study
 from taxonomy.codebook_file import EXPORT_FORMATS, codebook_spec_export
 from taxonomy.selectors import codebook_version_get, codebook_version_to_spec
@@ -51,7 +51,7 @@ class Command(CommandWithVersionOption):
             if found.codebook_version.codebook_id != version.codebook_id:
                 raise CommandError(f"Study {study!r} does not use the codebook {name!r}.")
             counts = study_category_counts(study=found)
-            counts_title = f"submitted labels and gold labels of the study {found.name}"
+            counts_title = study_category_counts_title(study=found)
         self.stdout.write(
             codebook_spec_export(
                 codebook_version_to_spec(version=version), export_format, counts, counts_title
