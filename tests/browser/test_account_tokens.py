@@ -2,6 +2,7 @@
 key with the Clipboard API, and without that API it selects the key and says what to do."""
 
 import pytest
+from playwright.sync_api import expect
 
 from config.settings import base
 
@@ -30,7 +31,8 @@ def test_the_copy_button_puts_the_key_on_the_clipboard(people, new_page, live_se
 
     page.get_by_role("button", name="Copy key").click()
 
-    assert page.get_by_role("status").filter(has_text="Copied.").is_visible()
+    # The Clipboard API answers with a promise: wait for the status rather than read it at once.
+    expect(page.get_by_role("status").filter(has_text="Copied.")).to_be_visible()
     assert page.evaluate("() => navigator.clipboard.readText()") == key
     assert key.startswith("ic_")
     assert not page.errors
