@@ -46,7 +46,7 @@ class RoundInline(admin.TabularInline):
 class StudyAdminForm(forms.ModelForm):
     class Meta:
         model = Study
-        fields = ["name", "description", "blind", "status"]
+        fields = ["name", "description", "blind", "status", "screen_in_override"]
 
     def clean_name(self) -> str:
         return NameValidator(NameKind.STUDY_NAME).clean(self.cleaned_data.get("name"))

@@ -423,6 +423,23 @@ CASES = [
         {**NOBODY, "annotator": 403},
         method="post",
     ),
+    # Machine annotators: managers list and add them and read a run's record; an item's
+    # machine labels are under the blind rule (a 404 for whoever may not see them yet).
+    api("machine annotators", "/api/studies/demo/machines/", managers(200)),
+    api(
+        "machine annotator: add (an empty body reaches validation)",
+        "/api/studies/demo/machines/",
+        managers(400),
+        method="post",
+        data={},
+    ),
+    api("machine run: none such", "/api/studies/demo/machines/runs/999999/", managers(404)),
+    api(
+        "machine labels of an item",
+        "/api/studies/demo/items/{demo_item_id}/machine-labels/",
+        # The adjudicator sees them once the item is in resolution; it is still open here.
+        {**demo(200), "annotator": 404, "adjudicator": 404},
+    ),
     api(
         "upstream review",
         "/api/studies/demo/items/{demo_item_id}/upstream-review/",
