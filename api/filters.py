@@ -2,8 +2,17 @@
 
 from django.db.models import Q, QuerySet
 from django_filters import rest_framework as filters
+from drf_spectacular.utils import extend_schema_field
 
 from corpus.models import Issue
+
+
+@extend_schema_field(
+    {"type": "boolean", "description": "true: pull requests only; false: issues only"}
+)
+class PullRequestFilter(filters.TypedChoiceFilter):
+    """`true` or `false`, and nothing else; a boolean in the schema (drf-spectacular would
+    guess a boolean with the choices' strings as its enum, which no value satisfies)."""
 
 
 class IssueFilter(filters.FilterSet):
@@ -20,7 +29,7 @@ class IssueFilter(filters.FilterSet):
 
     # A choice, not a BooleanFilter: that one ignores a value it cannot read ("maybe"), and an
     # unknown filter value is a 400 everywhere in the API.
-    is_pull_request = filters.TypedChoiceFilter(
+    is_pull_request = PullRequestFilter(
         choices=[("true", "true"), ("false", "false")],
         coerce=lambda value: value == "true",
         help_text="true: pull requests only; false: issues only",

@@ -17,6 +17,23 @@ BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
 class AutoSchema(openapi.AutoSchema):
+    def _get_parameters(self) -> list[dict]:
+        parameters = super()._get_parameters()
+        for parameter in parameters:
+            # DRF and django-filter read an optional `?name=` as the parameter not given, so
+            # an empty value is allowed, whatever a non-blank field would say.
+            schema = parameter.get("schema", {})
+            if (
+                parameter["in"] == "query"
+                and not parameter.get("required")
+                and schema.get("type") == "string"
+            ):
+                if schema.get("minLength") == 1:
+                    del schema["minLength"]
+                if "pattern" in schema:
+                    schema["pattern"] = f"^$|{schema['pattern']}"
+        return parameters
+
     def _get_response_bodies(self, direction: str = "response") -> dict:
         responses = super()._get_response_bodies(direction)
         for code, description in self._error_responses().items():

@@ -4,7 +4,7 @@ api.permissions."""
 
 from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema
-from rest_framework import viewsets
+from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -129,14 +129,21 @@ class StudyViewSet(
     )
     def agreement(self, request, slug=None):
         study = self.get_object()
-        query = AgreementQuerySerializer(
-            data={
-                **request.query_params.dict(),
-                "dimension": request.query_params.getlist("dimension"),
-            }
-            if "dimension" in request.query_params
-            else request.query_params.dict()
-        )
+        # A text parameter given empty is not given, as DRF reads a query string elsewhere
+        # (and as the schema says); an empty time or choice stays an error.
+        text = {
+            name
+            for name, field in AgreementQuerySerializer().fields.items()
+            if isinstance(field, serializers.CharField)
+        }
+        given = {
+            key: value
+            for key, value in request.query_params.dict().items()
+            if value or key not in text
+        }
+        if "dimension" in request.query_params:
+            given["dimension"] = request.query_params.getlist("dimension")
+        query = AgreementQuerySerializer(data=given)
         query.is_valid(raise_exception=True)
         params = query.validated_data
         filters = LabelTableFilter(

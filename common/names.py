@@ -81,6 +81,16 @@ def name_check(value: object, kind: NameKind | str) -> str:
     return value
 
 
+def name_check_as_written(value: object, kind: NameKind | str) -> str:
+    """The name, or InvalidName: `name_check`'s, and also when normalising would change it. For
+    names that find a person or a row again (an import file, a restore): matching the normal
+    form would make two spellings one person without a word."""
+    checked = name_check(value, kind)
+    if checked != value:
+        raise InvalidName(kind, value, f"is not in its normal form ({checked!r})")
+    return checked
+
+
 def _character_described(character: str, category: str) -> str:
     code = f"U+{ord(character):04X}"
     if character == "\x00":

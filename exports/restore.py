@@ -39,7 +39,7 @@ from django.core.validators import validate_slug
 from django.db import transaction
 
 from common.exceptions import ApplicationError
-from common.names import InvalidName, NameKind, name_check, name_shown
+from common.names import InvalidName, NameKind, name_check, name_check_as_written
 from common.services import model_update
 from corpus.models import Issue
 from corpus.records import IssueRecord, RecordError, issue_record_parse
@@ -613,13 +613,9 @@ def _check_username(name: str, place: str) -> None:
     name that is refused when people are created is refused here, with its row, rather than
     failing later, and one that is not in its normal form would restore another name."""
     try:
-        checked = name_check(name, NameKind.USERNAME)
+        name_check_as_written(name, NameKind.USERNAME)
     except InvalidName as error:
         raise _RowError(f"{place}: {error}") from None
-    if checked != name:
-        raise _RowError(
-            f"{place}: username {name_shown(name)} is not in its normal form (NFKC: {checked!r})"
-        )
 
 
 def _strings(value: Any) -> bool:

@@ -228,8 +228,11 @@ SPECTACULAR_SETTINGS = {
         "do. Sign in (a session) or send a personal API token as `Authorization: Token <key>`; "
         "tokens are made on /account/tokens/ or with POST /api/tokens/ in a signed-in session. "
         "A request without credentials is a 401 with `WWW-Authenticate: Token`. Bodies are "
-        "JSON (a form or multipart body is a 415); a JSON number where a string is expected "
-        "is read as its digits. Lists are paginated (`page` from 1, `page_size` up to 200); "
+        "JSON (a form or multipart body is a 415); a scalar of another type than a field's "
+        'is read as DRF reads it (42 where a string is expected as "42", "42" where a number '
+        'is as 42, 0 or "false" where a boolean is as false). An optional text query '
+        "parameter given empty (`?round=`) counts as not given. Lists are paginated (`page` "
+        "from 1, `page_size` up to 200); "
         'every error has one shape, `{"error": {"code", "message", "details"}}`, on every '
         "status each operation documents."
     ),

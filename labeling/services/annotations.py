@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from accounts.services import user_create
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
-from common.names import InvalidName, NameKind, name_check, name_shown
+from common.names import InvalidName, NameKind, name_check_as_written
 from common.text import strip_nul
 from corpus.models import Issue
 from labeling.annotation_import import AnnotationRow
@@ -675,12 +675,9 @@ def annotations_import(
 def _username_problem(name: str) -> str | None:
     """What is wrong with an annotator's name in an import, None when nothing is."""
     try:
-        checked = name_check(name, NameKind.USERNAME)
+        name_check_as_written(name, NameKind.USERNAME)
     except InvalidName as error:
         return str(error)
-    if checked != name:
-        # Matching the normalised name would make two spellings one person without a word.
-        return f"username {name_shown(name)} is not in its normal form (NFKC: {checked!r})"
     return None
 
 

@@ -177,6 +177,23 @@ def test_the_schema_says_pages_start_at_one(schema):
     assert parameters["page_size"]["minimum"] == 1
 
 
+# Empty query parameters
+
+
+def test_an_optional_query_parameter_given_empty_counts_as_not_given(study, people, schema):
+    manager = APIClient()
+    manager.force_authenticate(people["manager"])
+    given_empty = manager.get("/api/studies/demo/agreement/?repository=&round=")
+    assert given_empty.status_code == 200, given_empty.content[:300]
+    assert given_empty.json() == manager.get("/api/studies/demo/agreement/").json()
+    parameters = {
+        parameter["name"]: parameter["schema"]
+        for parameter in schema["paths"]["/api/studies/{slug}/agreement/"]["get"]["parameters"]
+    }
+    assert "minLength" not in parameters["round"]
+    assert parameters["repository"]["pattern"].startswith("^$|")
+
+
 # Blank fields
 
 

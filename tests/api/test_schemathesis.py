@@ -8,9 +8,9 @@ The schema and the API must agree, checked on every answer:
 * its status is one the operation documents (status code conformance), its Content-Type one
   documented for that status (content-type conformance), its body the documented shape
   (response schema conformance): errors too, in the one error shape;
-* a request that breaks the schema is refused (negative data rejection), except a JSON number
-  where a string is expected, which the API reads as its digits (42 as "42"), as the schema's
-  description says;
+* a request that breaks the schema is refused (negative data rejection), except by a JSON
+  scalar of another scalar type, which DRF reads leniently (42 where a string is expected as
+  "42", 0 or "true" where a boolean is), as the schema's description says;
 * a request the schema allows is never refused for a rule the schema could state (type, blank,
   length, range, choice, page): `schema_stated_rules_agree` below.
 
@@ -33,6 +33,8 @@ from drf_spectacular.renderers import OpenApiJsonRenderer
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.core.mutations import OperatorKind
+from schemathesis.core.parameters import ParameterLocation
+from schemathesis.generation.meta import CoveragePhaseData, CoverageScenario
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     negative_data_rejection,
@@ -219,20 +221,44 @@ def schema_stated_rules_agree(ctx, response, case) -> None:
     return None
 
 
-def _numbers_for_strings_only(case) -> bool:
-    """Whether the case's only mutations put a JSON number where the schema has a string."""
+# JSON scalars of another type than the schema's, which DRF reads leniently (a number where a
+# string is expected as its digits, "12" where a number is, 0 and 1 or "true" and "false" where
+# a boolean is), as the schema's description says: refusing them is not asked of the API.
+SCALAR_TYPES = {"string", "integer", "number", "boolean"}
+
+
+def _scalar_type_change_only(case) -> bool:
+    """Whether the case breaks the schema only by giving a scalar of another scalar type."""
     phase = case.meta.phase.data if case.meta is not None else None
-    mutations = getattr(phase, "mutations", None)
-    return bool(mutations) and all(
-        mutation.operator == OperatorKind.CHANGE_TYPE
-        and mutation.original_value == "string"
-        and mutation.new_value in ("integer", "number")
-        for mutation in mutations
-    )
+    mutations = getattr(phase, "mutations", ())
+    if mutations:
+        return all(
+            mutation.operator == OperatorKind.CHANGE_TYPE
+            and set(str(mutation.original_value).split(" | ")) <= SCALAR_TYPES
+            and mutation.new_value in SCALAR_TYPES
+            for mutation in mutations
+        )
+    if (
+        isinstance(phase, CoveragePhaseData)
+        and phase.scenario == CoverageScenario.INCORRECT_TYPE
+        and phase.parameter_location == ParameterLocation.BODY
+        and phase.location
+    ):
+        # The location is the schema's pointer to the type: /properties/NAME/.../type.
+        *pointer, last = phase.location.strip("/").split("/")
+        if last != "type" or len(pointer) % 2 or set(pointer[::2]) != {"properties"}:
+            return False
+        value = case.body
+        for key in pointer[1::2]:
+            if not isinstance(value, dict) or key not in value:
+                return False
+            value = value[key]
+        return isinstance(value, str | int | float)
+    return False
 
 
 def negative_data_refused(ctx, response, case) -> bool | None:
-    if _numbers_for_strings_only(case):
+    if _scalar_type_change_only(case):
         return None
     return negative_data_rejection(ctx, response, case)
 

@@ -90,7 +90,7 @@ def _labels_file(tmp_path, sample_issues, *annotators: str):
     [
         (f"eve{RLO}lin", "holds an invisible formatting character (U+202E RIGHT-TO-LEFT"),
         (f"annotator{ZWSP}2", "holds an invisible formatting character (U+200B ZERO WIDTH"),
-        ("ﬁona", "is not in its normal form (NFKC: 'fiona')"),
+        ("ﬁona", "is not in its normal form ('fiona')"),
     ],
 )
 def test_import_annotations_creates_no_user_with_such_a_name(
