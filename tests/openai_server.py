@@ -43,6 +43,12 @@ SCHEMA_IN_TEXT = re.compile(r"BEGIN SCHEMA\s*(\{.*?\})\s*END SCHEMA", re.DOTALL)
 Chooser = Callable[[str, str, list[str], bool], list[str]]
 
 
+class _StandInHTTPServer(http.server.ThreadingHTTPServer):
+    # The default backlog of 5 drops connections when a run opens eight at once on a loaded
+    # machine; the client then times out on a request the server never saw.
+    request_queue_size = 128
+
+
 def hashed_choice(
     prompt: str, dimension: str, categories: list[str], multi_label: bool
 ) -> list[str]:
@@ -70,7 +76,7 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self._in_flight = 0
         self.max_in_flight = 0
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = _StandInHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
