@@ -16,6 +16,7 @@ from django.db.models import Case, CharField, Count, F, FilteredRelation, Q, Que
 
 from common.exceptions import ApplicationError
 from common.tables import Column, CountShare, Table
+from labeling.agreement import HEADLINE_SHORT_LABELS
 from labeling.agreement_report import (
     LabelTableFilter,
     agreement_query_check,
@@ -40,12 +41,6 @@ PAPER_BREAKDOWNS = (["symptom", "root_cause", "fix_pattern"], [SYSTEM, "training
 # The paper's agreement table carries intervals: this many seeded bootstrap resamples.
 PAPER_BOOTSTRAP = 1000
 PAPER_SEED = 0
-HEADLINE_WORDS = {
-    "pair": "one pair",
-    "mean": "mean of pairs",
-    "weighted_mean": "mean weighted by shared items",
-    "pairs_below_minimum": "no pair counted",
-}
 FUNNEL_TITLES = {
     "candidates": "Candidates",
     "sampled": "Sampled",
@@ -400,7 +395,7 @@ def agreement_by_round_table(*, study: Study, filters: ReportFilters | None = No
                     "dimension": dimension.name,
                     "round": round_name or "All rounds",
                     "percent_agreement": None if share is None else 100 * share,
-                    "headline": HEADLINE_WORDS.get(figures["headline_statistic"]),
+                    "headline": HEADLINE_SHORT_LABELS.get(figures["headline_statistic"]),
                 }
             )
             if (round_name is None or len(rounds) == 1) and figures["applies_when"]:

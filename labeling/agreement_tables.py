@@ -19,6 +19,7 @@ from common.tables import (
     table_latex,
     table_markdown,
 )
+from labeling.agreement import HEADLINE_SHORT_LABELS
 from labeling.agreement_charts import heatmap_layout
 from labeling.agreement_report import RoundStatus, report_rows
 
@@ -96,15 +97,6 @@ PERCENT_NOTE = (
 )
 
 
-def _headline_statistic_text(row: dict) -> str | None:
-    return {
-        "pair": "one pair",
-        "mean": "mean of pairs",
-        "weighted_mean": "mean weighted by shared items",
-        "pairs_below_minimum": "no pair counted",
-    }.get(row["headline_statistic"])
-
-
 def dimension_table(report: dict) -> Table:
     """Per dimension: items, annotators, pairs counted, percent agreement, the headline κ with
     its interval and which statistic it is, the mean and weighted Cohen's κ, Fleiss' κ (classic
@@ -141,7 +133,7 @@ def dimension_table(report: dict) -> Table:
             | {
                 "name": row["name"] + (WARNING_MARK if row["warnings"] else ""),
                 "percent_agreement": None if share is None else 100 * share,
-                "headline_statistic_text": _headline_statistic_text(row),
+                "headline_statistic_text": HEADLINE_SHORT_LABELS.get(row["headline_statistic"]),
             }
         )
         notes += _dimension_notes(row)

@@ -28,6 +28,7 @@ from labeling.agreement.ratings import NONE_APPLIES
 from labeling.agreement.report import (
     DEFAULT_MIN_PAIR_ITEMS,
     HEADLINE_LABELS,
+    HEADLINE_SHORT_LABELS,
     MIN_ITEMS_FOR_KAPPA,
     agreement_warnings,
     dimension_agreement,
@@ -41,6 +42,7 @@ __all__ = [
     "CONFIDENCE_LEVEL",
     "DEFAULT_MIN_PAIR_ITEMS",
     "HEADLINE_LABELS",
+    "HEADLINE_SHORT_LABELS",
     "MIN_ITEMS_FOR_KAPPA",
     "NONE_APPLIES",
     "WEIGHT_SCHEMES",

@@ -93,6 +93,13 @@ HEADLINE_LABELS = {
     "weighted_mean": "mean Cohen's κ over the pairs, weighted by the items each pair shares",
     "pairs_below_minimum": "no pair shares enough items: each pair's κ, below the minimum",
 }
+# The same, as a table's column says it.
+HEADLINE_SHORT_LABELS = {
+    "pair": "one pair",
+    "mean": "mean of pairs",
+    "weighted_mean": "mean weighted by shared items",
+    "pairs_below_minimum": "no pair counted",
+}
 
 SINGLE_LABEL_UNITS = {
     "percent_agreement": "share of agreeing rating pairs, averaged over items",

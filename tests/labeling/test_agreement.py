@@ -17,6 +17,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from nltk.metrics.agreement import AnnotationTask
+from nltk.metrics.distance import jaccard_distance as nltk_jaccard_distance
 from nltk.metrics.distance import masi_distance as nltk_masi_distance
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
@@ -406,9 +407,17 @@ def test_fleiss_kappa_is_undefined_with_unequal_numbers_of_ratings_and_gwets_is_
     assert fleiss_kappa_gwet(FLEISS_TABLE) == pytest.approx(fleiss_kappa(FLEISS_TABLE))
 
 
+@pytest.mark.parametrize(
+    ("figure", "nltk_distance"),
+    [
+        ("krippendorff_alpha", nltk_masi_distance),
+        ("krippendorff_alpha_jaccard", nltk_jaccard_distance),
+    ],
+    ids=["masi", "jaccard"],
+)
 @settings(max_examples=100, deadline=None)
-@given(label_set_tables(allow_empty=False))
-def test_masi_alpha_matches_nltk(table):
+@given(table=label_set_tables(allow_empty=False))
+def test_set_alpha_matches_nltk(figure, nltk_distance, table):
     rows = rows_from_set_table(table)
     report = multi_label(rows, LABELS)
     task = AnnotationTask(
@@ -416,7 +425,7 @@ def test_masi_alpha_matches_nltk(table):
             (annotator, item_id, frozenset(labels))
             for item_id, annotator, labels in zip(*rows, strict=True)
         ],
-        distance=nltk_masi_distance,
+        distance=nltk_distance,
     )
     pairable = [
         frozenset(labels)
@@ -425,9 +434,9 @@ def test_masi_alpha_matches_nltk(table):
     ]
     if len(set(pairable)) < 2:
         # NLTK reports 1.0 for a single value; we report undefined.
-        assert report["krippendorff_alpha"] is None
+        assert report[figure] is None
         return
-    assert report["krippendorff_alpha"] == pytest.approx(task.alpha())
+    assert report[figure] == pytest.approx(task.alpha())
 
 
 @settings(max_examples=100, deadline=None)

@@ -9,8 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from nltk.metrics.agreement import AnnotationTask
-from nltk.metrics.distance import jaccard_distance as nltk_jaccard_distance
 from statsmodels.stats.inter_rater import cohens_kappa as statsmodels_cohens_kappa
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
 
@@ -252,29 +250,6 @@ def test_a_single_value_leaves_every_alpha_undefined():
 # --------------------------------------------------------------------------------------------
 # Label sets
 # --------------------------------------------------------------------------------------------
-
-
-@settings(max_examples=80, deadline=None)
-@given(label_set_tables(allow_empty=False))
-def test_jaccard_alpha_matches_nltk(table):
-    rows = rows_from_set_table(table)
-    report = multi_label(rows, LABELS)
-    task = AnnotationTask(
-        data=[
-            (annotator, item_id, frozenset(labels))
-            for item_id, annotator, labels in zip(*rows, strict=True)
-        ],
-        distance=nltk_jaccard_distance,
-    )
-    pairable = [
-        frozenset(labels)
-        for item_id, _, labels in zip(*rows, strict=True)
-        if rows[0].count(item_id) >= 2
-    ]
-    if len(set(pairable)) < 2:
-        assert report["krippendorff_alpha_jaccard"] is None
-        return
-    assert report["krippendorff_alpha_jaccard"] == pytest.approx(task.alpha())
 
 
 @settings(max_examples=80, deadline=None)
