@@ -91,7 +91,7 @@ def test_legitimate_github_markdown_keeps_its_shape():
     )
     assert 'href="https://example.com/p.png" class="remote-image"' in rendered
     assert 'href="mailto:a@example.com"' in rendered
-    assert "<li>[ ] todo</li>" in rendered and "<s>old</s>" in rendered
+    assert "<li>[ ] todo</li>" in rendered and "<del>old</del>" in rendered
     long_log = render_markdown("```\n" + "line\n" * 60 + "```")
     assert long_log.startswith('<details class="long-block"><summary>60 lines')
 
