@@ -22,7 +22,11 @@ from machines.selectors import (
     study_machine_annotators,
     study_machine_runs,
 )
-from machines.services import machine_annotator_get_or_create, machine_run_request
+from machines.services import (
+    classical_run_request,
+    machine_annotator_get_or_create,
+    machine_run_request,
+)
 
 MANAGERS = [IsAuthenticated, IsStudyMember & IsStudyManager]
 MEMBERS = [IsAuthenticated, IsStudyMember]
@@ -38,7 +42,9 @@ RUN_FIELDS = [
 
 
 class MachineRunParametersSerializer(serializers.Serializer):
-    """What decided the answers; empty until the run starts."""
+    """What decided the answers; empty until the run starts. A language model's run has the
+    model, sampling and prompt settings; the scikit-learn annotator's run has the vectoriser,
+    the classifier, the scikit-learn version, the folds and, per dimension, its training."""
 
     model = serializers.CharField(required=False)
     temperature = serializers.FloatField(required=False)
@@ -57,6 +63,19 @@ class MachineRunParametersSerializer(serializers.Serializer):
         child=serializers.CharField(),
         required=False,
         help_text="the model names the endpoint answered with (a dated version, for one)",
+    )
+    vectoriser = serializers.DictField(required=False, help_text="scikit-learn: text features")
+    classifier = serializers.DictField(required=False, help_text="scikit-learn: the linear model")
+    sklearn_version = serializers.CharField(required=False)
+    n_folds = serializers.IntegerField(
+        required=False, help_text="scikit-learn: cross-validation folds over the gold items"
+    )
+    min_gold_items = serializers.IntegerField(required=False)
+    dimensions = serializers.DictField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="scikit-learn, per dimension key: n_training_items, n_folds and classes, or "
+        "skipped (the reason: too little gold)",
     )
 
 
@@ -166,6 +185,28 @@ class StudyMachineViewSet(StudyLookup, viewsets.GenericViewSet):
                 }
             ).data
         )
+
+    @extend_schema(
+        request=None,
+        responses={202: MachineRunSerializer, **ERRORS},
+        description=(
+            "Queue a run of the study's scikit-learn annotator (made on first use): TF-IDF of "
+            "title, body and comments with a logistic regression per dimension, trained on the "
+            "study's gold labels and cross-validated, so that no item with gold is labeled by "
+            "a model that saw it (managers). A dimension with too little gold is skipped, with "
+            "the reason in the run's parameters."
+        ),
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="machines/classical",
+        permission_classes=MANAGERS,
+    )
+    def machine_classical(self, request, slug=None):
+        study = self.get_object()
+        run = classical_run_request(study=study, user=request.user)
+        return Response(MachineRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
         parameters=[RUN_ID],
