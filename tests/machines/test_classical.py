@@ -135,7 +135,7 @@ def test_the_report_measures_it_like_any_machine(signal_study):
     root_cause = report["dimensions"]["root_cause"]["machines"]["scikit-learn"]
     assert root_cause["n_gold"] == 20 and root_cause["kappa_vs_gold"] == 1.0
     assert root_cause["kappa_vs_humans"] == {"annotator1": 1.0, "annotator2": 1.0}
-    assert [row["threshold"] for row in root_cause["delegation"]][0] == 0.5
+    assert root_cause["delegation"][0]["threshold"] == 0.5
     screening = report["dimensions"]["screening"]["machines"]["scikit-learn"]
     assert screening["n_gold"] == 30 and screening["kappa_vs_gold"] == 1.0
 
@@ -151,9 +151,7 @@ def test_cross_validation_holds_each_gold_item_out_of_its_model(study):
     _gold(items, lambda i: {**SCREENED_IN, "root_cause": [causes[i % 2]]})
     run = _run(study)
     assert run.status == MachineRun.Status.FINISHED, run.error
-    labels = list(
-        MachineLabel.objects.filter(run=run, dimension__key="root_cause", item__in=items)
-    )
+    labels = list(MachineLabel.objects.filter(run=run, dimension__key="root_cause", item__in=items))
     assert len(labels) == 20
     by_fold: dict[int, set] = {}
     for label in labels:
@@ -192,14 +190,15 @@ def test_a_rerun_is_a_new_run_and_the_report_reads_the_latest(signal_study):
     first, second = _run(study), _run(study)
     assert first.annotator_id == second.annotator_id
     assert MachineAnnotator.objects.filter(study=study).count() == 1
-    assert MachineLabel.objects.filter(run=second).count() == MachineLabel.objects.filter(
-        run=first
-    ).count()
+    assert (
+        MachineLabel.objects.filter(run=second).count()
+        == MachineLabel.objects.filter(run=first).count()
+    )
     assert Resolution.objects.filter(item__study=study).count() > 0  # gold untouched
 
 
-def test_the_command_runs_it_and_prints_the_run(signal_study):
-    study, _ = signal_study
+@pytest.mark.usefixtures("signal_study")
+def test_the_command_runs_it_and_prints_the_run():
     out = StringIO()
     call_command("annotate_with_model", "--study", "demo", "--classical", "--now", stdout=out)
     run = MachineRun.objects.get()
@@ -217,8 +216,8 @@ def test_the_command_refuses_a_models_settings_with_classical(study):
     assert not MachineRun.objects.exists()
 
 
-def test_a_manager_starts_it_over_the_api(signal_study, people, django_capture_on_commit_callbacks):
-    study, _ = signal_study
+@pytest.mark.usefixtures("signal_study")
+def test_a_manager_starts_it_over_the_api(people, django_capture_on_commit_callbacks):
     client = APIClient()
     client.force_login(people["manager"])
     with django_capture_on_commit_callbacks(execute=False) as callbacks:

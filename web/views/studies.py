@@ -246,9 +246,7 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
             "facets": page.issue.facets or {},
             "outcome": _outcome(request, assignment),
             "locked": locked,
-            "similar": item_similar_issues(
-                study=study, item=assignment.item, user=request.user
-            ),
+            "similar": item_similar_issues(study=study, item=assignment.item, user=request.user),
         },
         status=status,
     )
