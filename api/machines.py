@@ -41,6 +41,36 @@ RUN_FIELDS = [
 ]  # fmt: skip
 
 
+class ClassicalVectoriserSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    n_features = serializers.IntegerField(help_text="hashed features")
+    ngram_range = serializers.ListField(child=serializers.IntegerField())
+    lowercase = serializers.BooleanField()
+    sublinear_tf = serializers.BooleanField()
+    text = serializers.CharField(help_text="what of an item the features come from")
+    text_char_budget = serializers.IntegerField()
+
+
+class ClassicalClassifierSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    C = serializers.FloatField(help_text="inverse regularisation strength")
+    solver = serializers.CharField()
+    max_iter = serializers.IntegerField()
+    tol = serializers.FloatField()
+
+
+class ClassicalDimensionSerializer(serializers.Serializer):
+    n_training_items = serializers.IntegerField(help_text="items with a gold label")
+    n_folds = serializers.IntegerField(required=False)
+    classes = serializers.ListField(child=serializers.CharField(), required=False)
+    folds_with_one_class = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="folds whose training items all had one answer: labeled with it",
+    )
+    skipped = serializers.CharField(required=False, help_text="why: too little gold")
+
+
 class MachineRunParametersSerializer(serializers.Serializer):
     """What decided the answers; empty until the run starts. A language model's run has the
     model, sampling and prompt settings; the scikit-learn annotator's run has the vectoriser,
@@ -64,15 +94,19 @@ class MachineRunParametersSerializer(serializers.Serializer):
         required=False,
         help_text="the model names the endpoint answered with (a dated version, for one)",
     )
-    vectoriser = serializers.DictField(required=False, help_text="scikit-learn: text features")
-    classifier = serializers.DictField(required=False, help_text="scikit-learn: the linear model")
+    vectoriser = ClassicalVectoriserSerializer(
+        required=False, help_text="scikit-learn: the text features"
+    )
+    classifier = ClassicalClassifierSerializer(
+        required=False, help_text="scikit-learn: the linear model"
+    )
     sklearn_version = serializers.CharField(required=False)
     n_folds = serializers.IntegerField(
         required=False, help_text="scikit-learn: cross-validation folds over the gold items"
     )
     min_gold_items = serializers.IntegerField(required=False)
     dimensions = serializers.DictField(
-        child=serializers.DictField(),
+        child=ClassicalDimensionSerializer(),
         required=False,
         help_text="scikit-learn, per dimension key: n_training_items, n_folds and classes, or "
         "skipped (the reason: too little gold)",
