@@ -15,7 +15,6 @@ import resource
 import sys
 import tempfile
 import time
-import tracemalloc
 
 from benchkit import DEFAULT_POSTGRES, ROOT, django_setup, postgres_database
 
@@ -115,9 +114,7 @@ def main() -> None:
                 picked = options[(source * 7 + dimension.position) % len(options)]
             else:
                 picked = rng.choice(options)
-            resolutions.append(
-                Resolution(item_id=item_id, dimension=dimension, method="consensus")
-            )
+            resolutions.append(Resolution(item_id=item_id, dimension=dimension, method="consensus"))
             chosen.append(picked)
     Resolution.objects.bulk_create(resolutions, batch_size=2000)
     through = Resolution.categories.through
@@ -139,7 +136,6 @@ def main() -> None:
     gold = item_gold(item_ids=item_ids)
     read_seconds = time.perf_counter() - started
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    tracemalloc.start()
     started = time.perf_counter()
     counts = classical.count_matrix(texts)
     row_of = {item_id: row for row, item_id in enumerate(item_ids)}
@@ -163,8 +159,6 @@ def main() -> None:
             pass
         per_dimension.append(f"{dimension.key} {time.perf_counter() - dimension_started:.1f}")
     training_seconds = time.perf_counter() - started
-    _, traced_peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(
         f"training + prediction: {training_seconds:.1f} s for {trained} dimensions "
@@ -172,9 +166,8 @@ def main() -> None:
     )
     print(f"  per dimension, s: {', '.join(per_dimension)}")
     print(
-        f"  peak memory: {traced_peak / 2**20:.0f} MiB traced (tracemalloc), process peak RSS "
-        f"{_mebibytes(rss_after):.0f} MiB ({_mebibytes(rss_after - rss_before):+.0f} MiB "
-        "over the phase)"
+        f"  peak memory: process peak RSS {_mebibytes(rss_after):.0f} MiB "
+        f"({_mebibytes(rss_after - rss_before):+.0f} MiB over the phase)"
     )
 
     started = time.perf_counter()
