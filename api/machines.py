@@ -22,7 +22,11 @@ from machines.selectors import (
     study_machine_annotators,
     study_machine_runs,
 )
-from machines.services import machine_annotator_get_or_create, machine_run_request
+from machines.services import (
+    classical_run_request,
+    machine_annotator_get_or_create,
+    machine_run_request,
+)
 
 MANAGERS = [IsAuthenticated, IsStudyMember & IsStudyManager]
 MEMBERS = [IsAuthenticated, IsStudyMember]
@@ -37,8 +41,40 @@ RUN_FIELDS = [
 ]  # fmt: skip
 
 
+class ClassicalVectoriserSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    n_features = serializers.IntegerField(help_text="hashed features")
+    ngram_range = serializers.ListField(child=serializers.IntegerField())
+    lowercase = serializers.BooleanField()
+    sublinear_tf = serializers.BooleanField()
+    text = serializers.CharField(help_text="what of an item the features come from")
+    text_char_budget = serializers.IntegerField()
+
+
+class ClassicalClassifierSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    C = serializers.FloatField(help_text="inverse regularisation strength")
+    solver = serializers.CharField()
+    max_iter = serializers.IntegerField()
+    tol = serializers.FloatField()
+
+
+class ClassicalDimensionSerializer(serializers.Serializer):
+    n_training_items = serializers.IntegerField(help_text="items with a gold label")
+    n_folds = serializers.IntegerField(required=False)
+    classes = serializers.ListField(child=serializers.CharField(), required=False)
+    folds_with_one_class = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="folds whose training items all had one answer: labeled with it",
+    )
+    skipped = serializers.CharField(required=False, help_text="why: too little gold")
+
+
 class MachineRunParametersSerializer(serializers.Serializer):
-    """What decided the answers; empty until the run starts."""
+    """What decided the answers; empty until the run starts. A language model's run has the
+    model, sampling and prompt settings; the scikit-learn annotator's run has the vectoriser,
+    the classifier, the scikit-learn version, the folds and, per dimension, its training."""
 
     model = serializers.CharField(required=False)
     temperature = serializers.FloatField(required=False)
@@ -57,6 +93,23 @@ class MachineRunParametersSerializer(serializers.Serializer):
         child=serializers.CharField(),
         required=False,
         help_text="the model names the endpoint answered with (a dated version, for one)",
+    )
+    vectoriser = ClassicalVectoriserSerializer(
+        required=False, help_text="scikit-learn: the text features"
+    )
+    classifier = ClassicalClassifierSerializer(
+        required=False, help_text="scikit-learn: the linear model"
+    )
+    sklearn_version = serializers.CharField(required=False)
+    n_folds = serializers.IntegerField(
+        required=False, help_text="scikit-learn: cross-validation folds over the gold items"
+    )
+    min_gold_items = serializers.IntegerField(required=False)
+    dimensions = serializers.DictField(
+        child=ClassicalDimensionSerializer(),
+        required=False,
+        help_text="scikit-learn, per dimension key: n_training_items, n_folds and classes, or "
+        "skipped (the reason: too little gold)",
     )
 
 
@@ -166,6 +219,28 @@ class StudyMachineViewSet(StudyLookup, viewsets.GenericViewSet):
                 }
             ).data
         )
+
+    @extend_schema(
+        request=None,
+        responses={202: MachineRunSerializer, **ERRORS},
+        description=(
+            "Queue a run of the study's scikit-learn annotator (made on first use): TF-IDF of "
+            "title, body and comments with a logistic regression per dimension, trained on the "
+            "study's gold labels and cross-validated, so that no item with gold is labeled by "
+            "a model that saw it (managers). A dimension with too little gold is skipped, with "
+            "the reason in the run's parameters."
+        ),
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="machines/classical",
+        permission_classes=MANAGERS,
+    )
+    def machine_classical(self, request, slug=None):
+        study = self.get_object()
+        run = classical_run_request(study=study, user=request.user)
+        return Response(MachineRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
         parameters=[RUN_ID],

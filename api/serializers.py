@@ -155,7 +155,7 @@ class StudyDetailSerializer(StudySerializer):
     class Meta(StudySerializer.Meta):
         fields = [
             *StudySerializer.Meta.fields, "overlap", "preassign", "resolution_rule",
-            "screen_in_override", "required_dimensions", "sampling",
+            "screen_in_override", "show_similar_gold", "required_dimensions", "sampling",
         ]  # fmt: skip
 
 

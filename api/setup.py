@@ -216,6 +216,10 @@ class StudyCreateSerializer(SampleRuleSerializer):
             "dimensions that now apply: annotators who have not seen the item, or the adjudicator"
         ),
     )
+    show_similar_gold = serializers.BooleanField(
+        default=False,
+        help_text="the labeling page's similar issues show their gold labels (never people's)",
+    )
     required_dimensions = serializers.ListField(
         child=serializers.SlugField(max_length=100),
         default=None,
@@ -400,6 +404,7 @@ class StudySetupActions:
             blind=data["blind"],
             resolution_rule=data["resolution_rule"],
             screen_in_override=data["screen_in_override"],
+            show_similar_gold=data["show_similar_gold"],
             required_dimensions=data["required_dimensions"],
             annotators=data["annotators"],
             managers=[request.user, *(u for u in data["managers"] if u.pk != request.user.pk)],

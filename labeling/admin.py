@@ -46,7 +46,9 @@ class RoundInline(admin.TabularInline):
 class StudyAdminForm(forms.ModelForm):
     class Meta:
         model = Study
-        fields = ["name", "description", "blind", "status", "screen_in_override"]
+        fields = [
+            "name", "description", "blind", "status", "screen_in_override", "show_similar_gold",
+        ]  # fmt: skip
 
     def clean_name(self) -> str:
         return NameValidator(NameKind.STUDY_NAME).clean(self.cleaned_data.get("name"))
@@ -59,7 +61,9 @@ class StudyAdmin(admin.ModelAdmin):
     inlines = [RoundInline, MembershipInline]
     # Who labels what a screen-in opens may change while the study runs (say, when no annotator
     # who has not seen an item is left): items already sent to new annotators keep them.
-    editable_fields = ["name", "description", "blind", "status", "screen_in_override"]
+    editable_fields = [
+        "name", "description", "blind", "status", "screen_in_override", "show_similar_gold",
+    ]  # fmt: skip
     # The codebook version and k are fixed when the study is made; changing them would orphan
     # labels or break the assignment plan.
     readonly_fields = [

@@ -52,6 +52,9 @@ class Study(TimestampedModel):
     )
     sampling = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    # The labeling page's similar-issues panel shows the gold labels of the similar items
+    # (never people's or machines' labels): a hint some studies want and others call a bias.
+    show_similar_gold = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at"]

@@ -1,7 +1,8 @@
-"""Machine annotators: language models (and, later, classical models) that label a study's items
-beside people. Their labels live here, apart from people's (labeling.Annotation): they are never
-shown to a person before that person submitted their own labels of the item, never count
-toward k and never enter gold; the agreement report measures them against people and gold.
+"""Machine annotators: language models and a scikit-learn model (machines.classical) that label
+a study's items beside people. Their labels live here, apart from people's (labeling.Annotation):
+they are never shown to a person before that person submitted their own labels of the item,
+never count toward k and never enter gold; the agreement report measures them against people
+and gold.
 """
 
 from django.conf import settings
@@ -101,9 +102,10 @@ class MachineRun(models.Model):
 
 class MachineLabel(models.Model):
     """What a machine said about one item on one dimension: category keys (empty: none
-    applies), the rationale, and the confidence (the share of the samples agreeing with the
-    majority answer). A dimension whose screening rule the machine's own answer excluded is not
-    stored, as people's ratings of it do not count either."""
+    applies), the rationale, and the confidence (a language model's: the share of the samples
+    agreeing with the majority answer; the scikit-learn model's: its predicted probability). A
+    dimension whose screening rule the machine's own answer excluded is not stored, as people's
+    ratings of it do not count either."""
 
     run = models.ForeignKey(MachineRun, on_delete=models.CASCADE, related_name="labels")
     item = models.ForeignKey(StudyItem, on_delete=models.CASCADE, related_name="machine_labels")

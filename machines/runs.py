@@ -28,6 +28,7 @@ from corpus.models import IssueComment
 from labeling.models import Study, StudyItem
 from labeling.selectors import study_dimensions
 from machines import llm
+from machines.classical import TooLittleGold, classical_run_execute
 from machines.models import MachineAnnotator, MachineLabel, MachineResponse, MachineRun
 from machines.prompts import (
     AnswerInvalid,
@@ -237,8 +238,11 @@ def machine_run_execute(*, run_id: int) -> MachineRun:
     run.started_at = run.started_at or timezone.now()
     run.save(update_fields=["status", "started_at"])
     try:
-        _execute(run)
-    except RunAborted as error:
+        if run.annotator.kind == MachineAnnotator.Kind.CLASSICAL:
+            classical_run_execute(run)
+        else:
+            _execute(run)
+    except (RunAborted, TooLittleGold) as error:
         run.refresh_from_db()
         run.status = MachineRun.Status.FAILED
         run.error = str(error)

@@ -123,3 +123,42 @@ def machine_run_request(*, annotator: MachineAnnotator, enqueue: bool = True) ->
 
         transaction.on_commit(send)
     return run
+
+
+# ---------------------------------------------------------------------------------------------
+# The scikit-learn annotator
+# ---------------------------------------------------------------------------------------------
+
+CLASSICAL_NAME = "scikit-learn"
+
+
+def classical_annotator_get_or_create(*, study: Study, user=None) -> MachineAnnotator:
+    """The study's one classical annotator (machines.classical), made on first use. Its
+    model is retrained on the study's gold labels at every run."""
+    with transaction.atomic():
+        annotator = MachineAnnotator.objects.filter(
+            study=study, kind=MachineAnnotator.Kind.CLASSICAL
+        ).first()
+        if annotator is not None:
+            return annotator
+        if MachineAnnotator.objects.filter(study=study, name=CLASSICAL_NAME).exists():
+            raise ApplicationError(
+                f"The name {CLASSICAL_NAME!r} is taken by a language-model annotator of "
+                f"{study.slug}.",
+                {"name": [f"{CLASSICAL_NAME!r} is taken."]},
+            )
+        return MachineAnnotator.objects.create(
+            study=study,
+            name=CLASSICAL_NAME,
+            kind=MachineAnnotator.Kind.CLASSICAL,
+            model="tfidf-logistic-regression",
+            created_by=user,
+        )
+
+
+def classical_run_request(*, study: Study, enqueue: bool = True, user=None) -> MachineRun:
+    """A queued run of the study's classical annotator (made on first use): trained on the
+    gold labels the study has when it runs. Queued as a Celery task as `machine_run_request`
+    queues a language model's run."""
+    annotator = classical_annotator_get_or_create(study=study, user=user)
+    return machine_run_request(annotator=annotator, enqueue=enqueue)

@@ -435,6 +435,12 @@ CASES = [
     ),
     api("machine run: none such", "/api/studies/demo/machines/runs/999999/", managers(404)),
     api(
+        "machine annotator: a scikit-learn run",
+        "/api/studies/demo/machines/classical/",
+        managers(202),
+        method="post",
+    ),
+    api(
         "machine labels of an item",
         "/api/studies/demo/items/{demo_item_id}/machine-labels/",
         # The adjudicator sees them once the item is in resolution; it is still open here.

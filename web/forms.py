@@ -268,6 +268,15 @@ class StudySetupForm(SampleRuleForm):
             "the dimensions that now apply."
         ),
     )
+    show_similar_gold = forms.BooleanField(
+        required=False,
+        initial=False,
+        label="Gold labels of similar issues",
+        help_text=(
+            "The labeling page lists similar issues of the study; with this, their gold labels "
+            "too (never other people's labels)."
+        ),
+    )
     pilot_size = forms.IntegerField(
         required=False,
         min_value=1,
@@ -331,6 +340,7 @@ class StudySetupForm(SampleRuleForm):
             "blind": data["blind"],
             "resolution_rule": data["resolution_rule"],
             "screen_in_override": data["screen_in_override"],
+            "show_similar_gold": data["show_similar_gold"],
             "annotators": list(data["annotators"]),
             "managers": managers,
             "adjudicators": list(data["adjudicators"]),

@@ -646,3 +646,16 @@ def test_who_labels_what_a_screen_in_opens_is_set_at_creation(api, codebook_vers
         "/api/studies/", body(codebook_version, slug="default"), format="json"
     )
     assert default.json()["screen_in_override"] == "relabel"
+
+
+def test_gold_labels_of_similar_issues_are_a_setting_off_by_default(
+    api, codebook_version, sample_issues
+):
+    default = api("creator").post("/api/studies/", body(codebook_version), format="json")
+    assert default.status_code == 201, default.json()
+    assert default.json()["show_similar_gold"] is False
+    shown = api("creator").post(
+        "/api/studies/", body(codebook_version, slug="shown", show_similar_gold=True), format="json"
+    )
+    assert shown.status_code == 201, shown.json()
+    assert Study.objects.get(slug="shown").show_similar_gold is True

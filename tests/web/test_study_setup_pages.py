@@ -551,3 +551,22 @@ def test_who_labels_what_a_screen_in_opens_is_a_setting_shown_on_the_study_page(
     assert Study.objects.get(slug="other").screen_in_override == "relabel"
     overview = client.get(default["Location"]).content.decode()
     assert "who have not seen the item" in overview
+
+
+def test_gold_labels_of_similar_issues_are_a_setting_of_the_new_study_page(
+    client, creator, people, codebook_version, sample_issues
+):
+    login(client, creator)
+    assert 'name="show_similar_gold"' in client.get("/studies/new/").content.decode()
+    response = client.post(
+        "/studies/new/", setup_post(codebook_version, people, show_similar_gold="on")
+    )
+    assert response.status_code == 302
+    assert Study.objects.get(slug="fixes").show_similar_gold is True
+    overview = client.get(response["Location"]).content.decode()
+    assert "Similar issues show gold labels" in overview
+    default = client.post(
+        "/studies/new/", setup_post(codebook_version, people, slug="other", name="Other")
+    )
+    assert default.status_code == 302
+    assert Study.objects.get(slug="other").show_similar_gold is False

@@ -44,6 +44,7 @@ from labeling.selectors import (
 )
 from labeling.services.annotations import assignment_save, assignment_skip
 from labeling.services.studies import item_next_for_annotator
+from machines.similar import item_similar_issues
 from taxonomy.selectors import (
     dimensions_of_version,
 )
@@ -245,6 +246,7 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
             "facets": page.issue.facets or {},
             "outcome": _outcome(request, assignment),
             "locked": locked,
+            "similar": item_similar_issues(study=study, item=assignment.item, user=request.user),
         },
         status=status,
     )
