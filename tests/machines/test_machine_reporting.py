@@ -1,0 +1,80 @@
+"""Machine annotators where people read agreement: the agreement page (tables, the delegation
+chart, downloads), the API's schema, the paper tables and the dataset export. The human figures
+and tables stay what they were."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from tests.machines.test_machine_agreement import (  # noqa: F401 (a fixture)
+    GOLD,
+    _machine,
+    _marker,
+    labeled_study,
+)
+
+
+@pytest.fixture
+def two_machines(labeled_study, endpoint):  # noqa: F811
+    study, items = labeled_study
+    gold_of = {_marker(item): cause for item, cause in zip(items, GOLD, strict=True)}
+
+    def follows_gold(prompt: str) -> str:
+        return next((c for marker, c in gold_of.items() if marker in prompt), "api_misuse")
+
+    _machine(study, endpoint, "good", follows_gold)
+    _machine(study, endpoint, "always-api-misuse", lambda prompt: "api_misuse")
+    return study
+
+
+def _manager(people) -> Client:
+    client = Client()
+    client.force_login(people["manager"])
+    return client
+
+
+def test_the_agreement_page_shows_machines_apart(two_machines, people):
+    client = _manager(people)
+    page = client.get("/studies/demo/agreement/?dimension=root_cause").content.decode()
+    section = page[page.index('id="machines-heading"') :]
+    for text in ("κ vs gold", "Mean κ vs humans", "κ vs annotator1", "Precision", "Recall"):
+        assert text in section
+    assert "always-api-misuse" in section and "good" in section
+    assert "Delegation" in section and "<polyline" in section
+    assert "Agreement with gold" in section and "Share taken" in section
+    assert "Machine against machine" in section
+    # The human pair table names people only.
+    pairs = page[page.index("Pairs of annotators") : page.index('id="machines-heading"')]
+    assert "always-api-misuse" not in pairs
+
+    download = client.get(
+        "/studies/demo/agreement/?dimension=root_cause&download=csv&table=machines"
+    )
+    assert download.status_code == 200
+    lines = [line for line in download.content.decode().splitlines() if not line.startswith("#")]
+    assert lines[0].startswith("Dimension,Machine,Items,With gold,κ vs gold,Mean κ vs humans")
+    assert "Root cause,good,45,8,1.0,1.0,1.0,1.0,1.0,1.0" in lines
+    delegation = client.get(
+        "/studies/demo/agreement/?dimension=root_cause&download=md&table=machine-delegation"
+    )
+    assert delegation.status_code == 200 and "Agreement with gold" in delegation.content.decode()
+
+
+def test_a_page_without_machines_has_no_machine_section(labeled_study, people):  # noqa: F811
+    page = _manager(people).get("/studies/demo/agreement/").content.decode()
+    assert 'id="machines-heading"' not in page
+
+
+def test_the_schema_names_the_machine_figures(db, people):
+    client = _manager(people)
+    schema = client.get("/api/schema/", {"format": "json"}).json()
+    components = schema["components"]["schemas"]
+    dimension = components["DimensionAgreement"]["properties"]
+    assert {"machines", "machine_pairs"} <= set(dimension)
+    machine = components["MachineAgreement"]["properties"]
+    assert {"kappa_vs_gold", "kappa_vs_humans", "precision", "recall", "delegation"} <= set(machine)
+    assert {"threshold", "share", "agreement_with_gold"} <= set(
+        components["DelegationRow"]["properties"]
+    )
+    assert {"a", "b", "n", "kappa"} <= set(components["MachinePair"]["properties"])
