@@ -619,6 +619,7 @@ CASES += [
         data={"action": "add"},
     ),
     page("machine run page: none such", "/studies/demo/machines/runs/999999/", managers(404)),
+    page("machine labels export", "/studies/demo/export/machines/?file=labels", managers(200)),
     page(
         "other study's machine annotators page",
         "/studies/other/machines/",

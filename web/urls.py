@@ -66,6 +66,11 @@ urlpatterns = [
         name="export_job_download",
     ),
     path(
+        "studies/<slug:slug>/export/machines/",
+        export_views.study_export_machines,
+        name="study_export_machines",
+    ),
+    path(
         "studies/<slug:slug>/export/download/",
         export_views.study_export_download,
         name="study_export_download",

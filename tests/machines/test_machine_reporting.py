@@ -78,3 +78,66 @@ def test_the_schema_names_the_machine_figures(db, people):
         components["DelegationRow"]["properties"]
     )
     assert {"a", "b", "n", "kappa"} <= set(components["MachinePair"]["properties"])
+
+
+def test_the_paper_tables_carry_the_machines_and_the_human_ones_stay(two_machines):
+    from common.tables import table_latex
+    from exports.charts import table_chart_svg
+    from exports.tables import ReportFilters, paper_table_specs, paper_tables
+
+    specs = paper_table_specs(study=two_machines)
+    keys = [spec.key for spec in specs]
+    assert keys[-2:] == ["machine-annotation", "machine-delegation"]
+    assert "agreement-by-round" in keys and "funnel" in keys
+    annotation, delegation = paper_tables(
+        study=two_machines,
+        filters=ReportFilters(),
+        keys=["machine-annotation", "machine-delegation"],
+    )
+    rows = {(row["dimension"], row["machine"]): row for row in annotation.rows}
+    good = rows[("Root cause", "good")]
+    assert (good["kappa_vs_gold"], good["mean_kappa_vs_humans"]) == (1.0, 1.0)
+    assert (good["precision"], good["recall"]) == (1.0, 1.0)
+    assert rows[("Root cause", "always-api-misuse")]["kappa_vs_gold"] == 0.0
+    good_root_cause = [
+        row["agreement_with_gold"]
+        for row in delegation.rows
+        if (row["dimension"], row["machine"]) == ("Root cause", "good")
+    ]
+    assert set(good_root_cause) == {100.0}
+    for spec, table in zip(specs[-2:], (annotation, delegation), strict=True):
+        assert "\\begin{tabular}" in table_latex(table)
+        assert table_chart_svg(spec.kind, table).startswith("<svg")
+
+
+def test_the_export_carries_machine_labels_apart_with_each_runs_record(two_machines, people):
+    import csv
+    import io
+    import json
+    import zipfile
+
+    client = _manager(people)
+    assert "Machine labels (CSV)" in client.get("/studies/demo/export/").content.decode()
+    response = client.get("/studies/demo/export/machines/?file=labels")
+    assert response.status_code == 200
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert {row["machine"] for row in rows} == {"good", "always-api-misuse"}
+    assert {row["kind"] for row in rows} == {"llm"}
+    root_causes = [r for r in rows if r["dimension"] == "root_cause" and r["machine"] == "good"]
+    assert len(root_causes) == 45 and root_causes[0]["confidence"] == "1.0"
+
+    runs = json.loads(client.get("/studies/demo/export/machines/?file=runs").content)["runs"]
+    assert [run["machine"] for run in runs] == ["good", "always-api-misuse"]
+    first = runs[0]
+    assert first["model"] == "good" and first["endpoint_host"].startswith("127.0.0.1:")
+    assert len(first["prompt_hash"]) == 64 and first["parameters"]["temperature"] == 0.0
+    assert first["started_at"] and first["codebook"]["version"]
+    assert client.get("/studies/demo/export/machines/").status_code == 400
+
+    from exports.report_files import report_zip
+    from exports.tables import ReportFilters
+
+    archive = report_zip(study=two_machines, filters=ReportFilters())
+    names = zipfile.ZipFile(io.BytesIO(archive.content)).namelist()
+    assert "demo-machine-labels.csv" in names and "demo-machine-runs.json" in names
+    assert any(name.startswith("demo-machine-annotation") for name in names)
