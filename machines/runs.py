@@ -39,6 +39,7 @@ from machines.prompts import (
     IssueText,
     answer_parse,
     answer_schema,
+    categories_probability,
     prompt_template,
     response_format_of,
     samples_consensus,
@@ -92,6 +93,9 @@ class _Endpoint:
     seed: int | None
     schema: dict
     use_json_schema: bool = True
+    # Log-probabilities are asked for (a confidence better than the samples' agreement) until
+    # the endpoint refuses them.
+    use_logprobs: bool = True
 
 
 def _api_key(annotator: MachineAnnotator) -> str | None:
@@ -209,7 +213,11 @@ def _complete_with_retries(
                 response_format=(
                     response_format_of(endpoint.schema) if endpoint.use_json_schema else None
                 ),
+                logprobs=endpoint.use_logprobs,
             )
+        except llm.LogprobsRefused:
+            endpoint.use_logprobs = False
+            continue
         except llm.ResponseFormatRefused:
             # The schema is in the system message too; the answer is validated here anyway.
             endpoint.use_json_schema = False
@@ -417,6 +425,7 @@ def _execute(run: MachineRun, owner: str) -> None:
     finally:
         endpoint.client.close()
     parameters["response_format"] = "json_schema" if endpoint.use_json_schema else "none"
+    parameters["logprobs"] = endpoint.use_logprobs
     parameters["models_answering"] = sorted(models_answering)
     MachineRun.objects.filter(pk=run.pk).update(parameters=parameters)
     if aborted:
@@ -493,6 +502,7 @@ def _item_store(
     """Write one item's outcome in one transaction: the new valid responses to the cache and,
     when every sample answered validly, the labels; the run's counters either way."""
     answers = dict(outcome.answers)
+    raw_of = {**request.cached, **outcome.responses}
     for sample, response in request.cached.items():
         try:
             content = response["choices"][0]["message"]["content"]
@@ -517,8 +527,16 @@ def _item_store(
             ignore_conflicts=True,
         )
         if complete:
-            ordered = [answers[sample] for sample in sorted(answers)]
-            consensus = {key: samples_consensus(ordered, key) for key in dimension_by_key}
+            samples = sorted(answers)
+            ordered = [answers[sample] for sample in samples]
+            consensus = {
+                key: samples_consensus(
+                    ordered,
+                    key,
+                    [categories_probability(raw_of.get(sample) or {}, key) for sample in samples],
+                )
+                for key in dimension_by_key
+            }
             chosen = {key: c.categories for key, c in consensus.items()}
             MachineLabel.objects.bulk_create(
                 [
@@ -529,7 +547,11 @@ def _item_store(
                         categories=consensus[key].categories,
                         confidence=consensus[key].confidence,
                         rationale=consensus[key].rationale,
-                        raw_response={"samples": consensus[key].samples, "responses": request.keys},
+                        raw_response={
+                            "samples": consensus[key].samples,
+                            "responses": request.keys,
+                            "confidence_from": consensus[key].confidence_from,
+                        },
                     )
                     for key, dimension in dimension_by_key.items()
                     if dimension.applies_given(chosen)
