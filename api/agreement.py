@@ -152,6 +152,10 @@ class MachineAgreementSerializer(serializers.Serializer):
     recall = serializers.FloatField(allow_null=True, help_text="macro mean against gold")
     per_category = serializers.DictField(child=MachineCategorySerializer(), required=False)
     delegation = DelegationRowSerializer(many=True)
+    counts_as_rater = serializers.BooleanField(
+        required=False,
+        help_text='the study chose it as one of its k raters (the "one human replaced" design)',
+    )
 
 
 class MachinePairSerializer(serializers.Serializer):

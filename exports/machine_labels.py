@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from labeling.models import Study
-from machines.models import MachineLabel, MachineRun
+from machines.models import MachineAnnotator, MachineLabel, MachineRun
 
 LABEL_COLUMNS = (
     "issue", "machine", "kind", "counts_as_rater", "run", "dimension", "categories",
@@ -105,7 +105,15 @@ def machine_labels_csv(*, study: Study) -> str:
 
 
 def machine_runs_json(*, study: Study) -> bytes:
+    """The runs' records, with the study's design: whether a machine counts as one of its k
+    raters ("one human replaced") and which."""
+    rater = MachineAnnotator.objects.filter(study=study, counts_toward_k=True).first()
     return orjson.dumps(
-        {"study": study.slug, "runs": machine_runs_record(study=study)},
+        {
+            "study": study.slug,
+            "design": "one_human_replaced" if rater else "machines_apart",
+            "machine_rater": rater.name if rater else None,
+            "runs": machine_runs_record(study=study),
+        },
         option=orjson.OPT_INDENT_2,
     )

@@ -64,7 +64,27 @@ def report_settings_text(report: dict, *, every_round: bool = False) -> str:
             f"95% intervals from {filters['bootstrap']:,} bootstrap resamples of the items "
             f"(seed {filters['seed']})"
         )
+    rater = machine_rater_of(report)
+    if rater:
+        parts.append(
+            f"design: one human replaced, the machine annotator {rater} chosen as one of the k "
+            "raters (its labels are reported in the machine figures)"
+        )
     return "; ".join(parts) + "."
+
+
+def machine_rater_of(report: dict) -> str | None:
+    """The machine annotator the study chose as one of its k raters ("one human replaced"), as
+    the report's machine figures state it; None under the default design."""
+    return next(
+        (
+            name
+            for dimension in report["dimensions"].values()
+            for name, figures in (dimension.get("machines") or {}).items()
+            if figures.get("counts_as_rater")
+        ),
+        None,
+    )
 
 
 def _interval_columns(key: str, title: str, latex: str) -> list[Column]:

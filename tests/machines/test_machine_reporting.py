@@ -141,3 +141,39 @@ def test_the_export_carries_machine_labels_apart_with_each_runs_record(two_machi
     names = zipfile.ZipFile(io.BytesIO(archive.content)).namelist()
     assert "demo-machine-labels.csv" in names and "demo-machine-runs.json" in names
     assert any(name.startswith("demo-machine-annotation") for name in names)
+
+
+def test_the_one_human_replaced_design_is_recorded_and_stated(two_machines, people):
+    import json
+
+    from labeling.agreement_report import study_agreement_report
+    from labeling.agreement_tables import dimension_table
+    from machines.models import MachineAnnotator
+
+    before = study_agreement_report(study=two_machines)
+    assert "one human replaced" not in dimension_table(before).caption
+    client = _manager(people)
+    good = MachineAnnotator.objects.get(name="good")
+    response = client.post("/studies/demo/machines/", {"action": "rater", "annotator": good.pk})
+    assert response.status_code == 302
+    page = client.get("/studies/demo/machines/").content.decode()
+    assert "<strong>good</strong> is chosen as one of the study's k raters" in page
+    other = MachineAnnotator.objects.get(name="always-api-misuse")
+    client.post("/studies/demo/machines/", {"action": "rater", "annotator": other.pk})
+    assert list(MachineAnnotator.objects.filter(counts_toward_k=True)) == [other]
+    client.post("/studies/demo/machines/", {"action": "rater", "annotator": good.pk})
+
+    report = study_agreement_report(study=two_machines)
+    machines = report["dimensions"]["root_cause"]["machines"]
+    assert machines["good"]["counts_as_rater"] is True
+    assert machines["always-api-misuse"]["counts_as_rater"] is False
+    assert (
+        "design: one human replaced, the machine annotator good" in dimension_table(report).caption
+    )
+    agreement = client.get("/studies/demo/agreement/?dimension=root_cause").content.decode()
+    assert "Design: one human replaced" in agreement
+    runs = json.loads(client.get("/studies/demo/export/machines/?file=runs").content)
+    assert (runs["design"], runs["machine_rater"]) == ("one_human_replaced", "good")
+
+    client.post("/studies/demo/machines/", {"action": "rater", "annotator": ""})
+    assert not MachineAnnotator.objects.filter(counts_toward_k=True).exists()

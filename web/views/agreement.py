@@ -45,6 +45,7 @@ from labeling.agreement_tables import (
     heatmap_cells,
     machine_delegation_table,
     machine_pairs_table,
+    machine_rater_of,
     machines_table,
     pairs_table,
     repositories_table,
@@ -284,6 +285,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         if pair and "matrix" in pair["confusion"]
         else None,
         "chart": kappa_alpha_chart(report["dimensions"], min_pair_items=min_pair_items),
+        "machine_rater": machine_rater_of(report),
         "delegation": delegation_chart(selected["machines"])
         if selected and selected.get("machines")
         else None,

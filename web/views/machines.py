@@ -23,6 +23,7 @@ from machines.services import (
     machine_run_is_resumable,
     machine_run_request,
     machine_run_resume,
+    study_machine_rater_set,
 )
 from web.forms import MachineAnnotatorForm
 from web.views.studies import study_or_404
@@ -78,6 +79,15 @@ def study_machines(request: HttpRequest, slug: str) -> HttpResponse:
             run = machine_run_request(annotator=annotator)
             messages.success(request, f"Run {run.pk} of {annotator.name} requested.")
             return redirect("machine_run", slug=study.slug, run_id=run.pk)
+        if action == "rater":
+            chosen = request.POST.get("annotator", "")
+            annotator = _annotator_or_404(study, chosen) if chosen else None
+            study_machine_rater_set(study=study, annotator=annotator)
+            if annotator is None:
+                messages.success(request, "No machine counts as a rater: all are reported apart.")
+            else:
+                messages.success(request, f"{annotator.name} now counts as one of the k raters.")
+            return redirect("study_machines", slug=study.slug)
         if action == "resume":
             run = _run_or_404(study, request.POST.get("run", ""))
             try:
@@ -95,9 +105,11 @@ def _page(
     request: HttpRequest, study: Study, roles: set[str], form, *, status: int = 200
 ) -> HttpResponse:
     runs = list(study_machine_runs(study=study)[:RECENT_RUNS])
+    annotators = list(study_machine_annotators(study=study))
     context = {
         **_nav(study, roles),
-        "annotators": list(study_machine_annotators(study=study)),
+        "annotators": annotators,
+        "replacing": next((a for a in annotators if a.counts_toward_k), None),
         "runs": [{"run": run, "resumable": machine_run_is_resumable(run)} for run in runs],
         "form": form,
     }
