@@ -122,6 +122,49 @@ def _coefficient(help_text: str) -> serializers.FloatField:
     return serializers.FloatField(allow_null=True, required=False, help_text=help_text)
 
 
+class DelegationRowSerializer(serializers.Serializer):
+    threshold = serializers.FloatField(help_text="a confidence threshold")
+    n = serializers.IntegerField(required=False, help_text="items with gold the machine takes")
+    share = serializers.FloatField(
+        allow_null=True, help_text="share of the items with gold whose confidence reaches it"
+    )
+    agreement_with_gold = serializers.FloatField(
+        allow_null=True, help_text="of those, the share labeled exactly as gold"
+    )
+
+
+class MachineCategorySerializer(serializers.Serializer):
+    precision = serializers.FloatField(allow_null=True)
+    recall = serializers.FloatField(allow_null=True)
+    support = serializers.IntegerField(help_text="gold's count of the category")
+
+
+class MachineAgreementSerializer(serializers.Serializer):
+    """One machine annotator on one dimension, measured like a person but apart from them."""
+
+    n_items = serializers.IntegerField(required=False, help_text="items the machine labeled")
+    n_gold = serializers.IntegerField(required=False, help_text="of those, items with gold")
+    kappa_vs_gold = serializers.FloatField(allow_null=True)
+    kappa_vs_humans = serializers.DictField(
+        child=serializers.FloatField(allow_null=True), help_text="annotator -> Cohen's kappa"
+    )
+    precision = serializers.FloatField(allow_null=True, help_text="macro mean against gold")
+    recall = serializers.FloatField(allow_null=True, help_text="macro mean against gold")
+    per_category = serializers.DictField(child=MachineCategorySerializer(), required=False)
+    delegation = DelegationRowSerializer(many=True)
+    counts_as_rater = serializers.BooleanField(
+        required=False,
+        help_text='the study chose it as one of its k raters (the "one human replaced" design)',
+    )
+
+
+class MachinePairSerializer(serializers.Serializer):
+    a = serializers.CharField()
+    b = serializers.CharField()
+    n = serializers.IntegerField(help_text="items both machines labeled")
+    kappa = serializers.FloatField(allow_null=True)
+
+
 class DimensionAgreementSerializer(serializers.Serializer):
     name = serializers.CharField()
     multi_label = serializers.BooleanField()
@@ -176,6 +219,15 @@ class DimensionAgreementSerializer(serializers.Serializer):
     )
     warning_kinds = serializers.ListField(
         child=serializers.CharField(), required=False, help_text="a code per warning"
+    )
+    machines = serializers.DictField(
+        child=MachineAgreementSerializer(),
+        required=False,
+        help_text="machine annotator name -> its figures; the human figures above never count "
+        "machine labels",
+    )
+    machine_pairs = MachinePairSerializer(
+        many=True, required=False, help_text="Cohen's kappa of every pair of machine annotators"
     )
 
 

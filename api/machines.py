@@ -89,6 +89,10 @@ class MachineRunParametersSerializer(serializers.Serializer):
         required=False,
         help_text="none: the endpoint refused json_schema; the schema was in the prompt only",
     )
+    logprobs = serializers.BooleanField(
+        required=False,
+        help_text="true: log-probabilities were given and confidence comes from them",
+    )
     models_answering = serializers.ListField(
         child=serializers.CharField(),
         required=False,

@@ -52,7 +52,9 @@ class TableQuerySerializer(serializers.Serializer):
 class TableSummarySerializer(serializers.Serializer):
     id = serializers.CharField(help_text="distribution-<dimension>, crosstab-<a>-<b>, ...")
     title = serializers.CharField()
-    kind = serializers.ChoiceField(choices=["distribution", "crosstab", "agreement", "funnel"])
+    kind = serializers.ChoiceField(
+        choices=["distribution", "crosstab", "agreement", "funnel", "machines", "delegation"]
+    )
 
 
 class TableListSerializer(serializers.Serializer):

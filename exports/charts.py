@@ -236,4 +236,39 @@ def table_chart_svg(kind: str, table: Table) -> str:
             series=[(row[first.key], [row[c.key] for c in steps]) for row in rows],
             digits=0,
         )
+    if kind == "machines":
+        return bar_chart_svg(
+            key=table.key,
+            title=table.title,
+            description=(
+                "Horizontal bar chart: per dimension and machine annotator, Cohen's kappa "
+                "against gold and the mean against the human annotators."
+            ),
+            labels=[f"{row['dimension']} · {row['machine']}" for row in table.rows],
+            series=[
+                ("κ vs gold", [row["kappa_vs_gold"] for row in table.rows]),
+                ("mean κ vs humans", [row["mean_kappa_vs_humans"] for row in table.rows]),
+            ],
+            maximum=1,
+            digits=2,
+        )
+    if kind == "delegation":
+        return bar_chart_svg(
+            key=table.key,
+            title=table.title,
+            description=(
+                "Horizontal bar chart: per dimension, machine and confidence threshold, the "
+                "share of items taken and the agreement with gold on them."
+            ),
+            labels=[
+                f"{row['dimension']} · {row['machine']} · ≥ {row['threshold']:g}"
+                for row in table.rows
+            ],
+            series=[
+                ("share taken", [row["share"] for row in table.rows]),
+                ("agreement with gold", [row["agreement_with_gold"] for row in table.rows]),
+            ],
+            unit="%",
+            maximum=100,
+        )
     raise ValueError(f"No chart for tables of kind {kind!r}.")

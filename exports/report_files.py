@@ -11,8 +11,10 @@ from django.utils.text import slugify
 
 from common.tables import Table, table_csv, table_latex, table_markdown
 from exports.charts import table_chart_svg
+from exports.machine_labels import machine_labels_csv, machine_runs_json
 from exports.tables import ReportFilters, TableSpec, paper_table_specs
 from labeling.models import Study
+from machines.models import MachineAnnotator
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,10 @@ def report_zip(*, study: Study, filters: ReportFilters) -> ReportFile:
                     study=study, name=spec.key, filters=filters, extension=chosen.extension
                 )
                 archive.writestr(name, chosen.render(spec, table))
+        if MachineAnnotator.objects.filter(study=study).exists():
+            # The machines' labels apart from people's, with each run's record.
+            archive.writestr(f"{study.slug}-machine-labels.csv", machine_labels_csv(study=study))
+            archive.writestr(f"{study.slug}-machine-runs.json", machine_runs_json(study=study))
     return ReportFile(
         name=report_file_name(study=study, name="tables", filters=filters, extension="zip"),
         content_type=ZIP_CONTENT_TYPE,

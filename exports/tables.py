@@ -23,9 +23,11 @@ from labeling.agreement_report import (
     report_rows,
     study_agreement_report,
 )
+from labeling.agreement_tables import machine_delegation_table, machines_table
 from labeling.dashboard import FUNNEL_STEPS, study_funnel
 from labeling.models import Study, StudyItem
 from labeling.selectors import study_dimensions
+from machines.models import MachineAnnotator
 from taxonomy.models import Category, Dimension
 
 SYSTEM = "system"  # the column "dimension" of a cross-tab by repository
@@ -436,6 +438,32 @@ def agreement_by_round_table(*, study: Study, filters: ReportFilters | None = No
     )
 
 
+def _machine_report(study: Study, filters: ReportFilters) -> dict:
+    return study_agreement_report(
+        study=study,
+        filters=LabelTableFilter(round_name=filters.round_name, repository=filters.repository),
+        level=filters.level,
+    )
+
+
+def machine_annotation_table(*, study: Study, filters: ReportFilters | None = None) -> Table:
+    """Per dimension and machine annotator: κ vs gold, mean κ vs the human annotators,
+    precision and recall against gold (labeling.agreement_tables.machines_table)."""
+    filters = filters or ReportFilters()
+    table = machines_table(_machine_report(study, filters))
+    table.caption = _caption(table.caption, filters.describe())
+    return table
+
+
+def machine_delegation_paper_table(*, study: Study, filters: ReportFilters | None = None) -> Table:
+    """Per dimension, machine and confidence threshold: the share of items it would take and
+    its agreement with gold on them."""
+    filters = filters or ReportFilters()
+    table = machine_delegation_table(_machine_report(study, filters))
+    table.caption = _caption(table.caption, filters.describe())
+    return table
+
+
 def funnel_table(*, study: Study, filters: ReportFilters | None = None) -> Table:
     """The screening funnel per system (labeling.dashboard.study_funnel): candidates, sampled,
     screened in, labeled, resolved; all systems in the footer."""
@@ -482,7 +510,8 @@ class TableSpec:
 def paper_table_specs(*, study: Study) -> list[TableSpec]:
     """The tables of a study's paper, derived from its codebook: the distribution of every
     dimension, the cross-tabs of PAPER_CROSSTABS and PAPER_BREAKDOWNS whose dimensions the
-    codebook has, agreement by round and the funnel. One query (none for a cached codebook)."""
+    codebook has, agreement by round and the funnel, and for a study with machine annotators
+    their tables. Two queries (one for a cached codebook)."""
     dimensions = study_dimensions(study=study)
     name_of = {dimension.key: dimension.name for dimension in dimensions} | {SYSTEM: "System"}
     specs = [
@@ -526,6 +555,22 @@ def paper_table_specs(*, study: Study) -> list[TableSpec]:
             build=lambda filters: funnel_table(study=study, filters=filters),
         )
     )
+    if MachineAnnotator.objects.filter(study=study).exists():
+        # Only a study with machine annotators has their tables; the human ones are as they were.
+        specs += [
+            TableSpec(
+                key="machine-annotation",
+                title="Machine annotation",
+                kind="machines",
+                build=lambda filters: machine_annotation_table(study=study, filters=filters),
+            ),
+            TableSpec(
+                key="machine-delegation",
+                title="Delegation to machine annotators",
+                kind="delegation",
+                build=lambda filters: machine_delegation_paper_table(study=study, filters=filters),
+            ),
+        ]
     return specs
 
 

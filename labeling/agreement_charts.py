@@ -661,3 +661,99 @@ def _kinds_and_texts(dimension: Mapping) -> list[tuple[str, str]]:
     texts = dimension.get("warnings") or []
     kinds = dimension.get("warning_kinds") or ["other"] * len(texts)
     return list(zip(kinds, texts, strict=True))
+
+
+# --- the delegation chart of machine annotators ---------------------------------------------
+
+# Okabe & Ito's palette, as the paper charts': told apart with the common colour-vision
+# deficiencies.
+MACHINE_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
+DELEGATION_WIDTH = 420
+DELEGATION_HEIGHT = 220
+DELEGATION_LEFT = 44
+DELEGATION_RIGHT = 16
+DELEGATION_TOP = 12
+DELEGATION_BOTTOM = 40
+
+
+def delegation_chart(machines: Mapping[str, dict]) -> dict:
+    """Each machine's delegation table as two lines over the confidence thresholds: the share of
+    the items with gold it would take (dashed) and its agreement with gold on them (solid), on
+    a 0..1 axis. Positions in pixels of a DELEGATION_WIDTH x DELEGATION_HEIGHT box; a point
+    that is undefined (no item taken) breaks its line."""
+    thresholds = sorted(
+        {row["threshold"] for figures in machines.values() for row in figures["delegation"]}
+    )
+    plot_width = DELEGATION_WIDTH - DELEGATION_LEFT - DELEGATION_RIGHT
+    plot_height = DELEGATION_HEIGHT - DELEGATION_TOP - DELEGATION_BOTTOM
+    low, high = (thresholds[0], thresholds[-1]) if thresholds else (0.0, 1.0)
+    span = (high - low) or 1.0
+
+    def x_of(threshold: float) -> float:
+        return round(DELEGATION_LEFT + plot_width * (threshold - low) / span, 1)
+
+    def y_of(value: float) -> float:
+        return round(DELEGATION_TOP + plot_height * (1 - min(max(value, 0.0), 1.0)), 1)
+
+    series = []
+    for index, (name, figures) in enumerate(sorted(machines.items())):
+        lines = []
+        for key, words, dashed in (
+            ("share", "share of items taken", True),
+            ("agreement_with_gold", "agreement with gold", False),
+        ):
+            segments: list[list[tuple[float, float]]] = [[]]
+            points = []
+            for row in figures["delegation"]:
+                value = row[key]
+                if value is None:
+                    segments.append([])
+                    continue
+                point = (x_of(row["threshold"]), y_of(value))
+                segments[-1].append(point)
+                points.append(
+                    {
+                        "x": point[0],
+                        "y": point[1],
+                        "title": f"{name}, confidence ≥ {row['threshold']:g}: {words} "
+                        f"{percent_text(value)} ({row.get('n', 0)} items taken)",
+                    }
+                )
+            lines.append(
+                {
+                    "key": key,
+                    "dashed": dashed,
+                    "polylines": [
+                        " ".join(f"{x},{y}" for x, y in segment)
+                        for segment in segments
+                        if len(segment) > 1
+                    ],
+                    "points": points,
+                }
+            )
+        series.append(
+            {"name": name, "colour": MACHINE_COLOURS[index % len(MACHINE_COLOURS)], "lines": lines}
+        )
+    return {
+        "width": DELEGATION_WIDTH,
+        "height": DELEGATION_HEIGHT,
+        "left": DELEGATION_LEFT,
+        "right": DELEGATION_WIDTH - DELEGATION_RIGHT,
+        "top": DELEGATION_TOP,
+        "bottom": DELEGATION_TOP + plot_height,
+        "x_ticks": [
+            {"x": x_of(t), "text": f"{t:g}", "y": DELEGATION_TOP + plot_height + 16}
+            for t in thresholds
+        ],
+        "y_ticks": [
+            {"y": y_of(v), "text": f"{round(v * 100)}%", "x": DELEGATION_LEFT - 6}
+            for v in (0.0, 0.5, 1.0)
+        ],
+        "x_title_y": DELEGATION_HEIGHT - 6,
+        "series": series,
+        "label": (
+            "Delegation to machine annotators: for each confidence threshold, the share of the "
+            "items with gold a machine would take (dashed) and its agreement with gold on them "
+            "(solid)"
+        ),
+    }

@@ -65,7 +65,27 @@ def report_settings_text(report: dict, *, every_round: bool = False) -> str:
             f"95% intervals from {filters['bootstrap']:,} bootstrap resamples of the items "
             f"(seed {filters['seed']})"
         )
+    rater = machine_rater_of(report)
+    if rater:
+        parts.append(
+            f"design: one human replaced, the machine annotator {rater} chosen as one of the k "
+            "raters (its labels are reported in the machine figures)"
+        )
     return "; ".join(parts) + "."
+
+
+def machine_rater_of(report: dict) -> str | None:
+    """The machine annotator the study chose as one of its k raters ("one human replaced"), as
+    the report's machine figures state it; None under the default design."""
+    return next(
+        (
+            name
+            for dimension in report["dimensions"].values()
+            for name, figures in (dimension.get("machines") or {}).items()
+            if figures.get("counts_as_rater")
+        ),
+        None,
+    )
 
 
 def _interval_columns(key: str, title: str, latex: str) -> list[Column]:
@@ -418,3 +438,152 @@ def round_chart_bars(round_kappas: list[tuple[str, float | None]], *, height: in
             }
         )
     return bars
+
+
+# --- machine annotators (the report's "machines" and "machine_pairs", see machines.report) -----
+
+MACHINES_NOTE = (
+    "Machine annotators are measured like people but apart from them: the human figures of the "
+    "report do not count their labels. κ vs gold: Cohen's κ of the machine's labels and the "
+    "items' gold labels; mean κ vs humans: the mean of its κ against each annotator who shares "
+    "items with it; precision and recall: macro means over the categories against gold."
+)
+DELEGATION_NOTE = (
+    "For each confidence threshold, of the items with a gold label: the share whose machine "
+    "confidence reaches it (the items the machine would take over) and, of those, the share it "
+    "labeled exactly as gold. Confidence: from the model's log-probabilities where the endpoint "
+    "gave them, else the share of its samples that gave the majority answer."
+)
+
+
+def _machine_dimensions(report: dict, dimension_key: str | None) -> list[tuple[str, dict]]:
+    return [
+        (key, dimension)
+        for key, dimension in report["dimensions"].items()
+        if dimension_key in (None, key)
+    ]
+
+
+def _mean_of(values: Iterable[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return round(sum(present) / len(present), 4) if present else None
+
+
+def machines_table(report: dict, dimension_key: str | None = None) -> Table:
+    """Per dimension and machine annotator: items it labeled, items with gold, κ vs gold, mean κ
+    vs the human annotators, macro precision and recall against gold; for one dimension, also
+    its κ against each human annotator."""
+    rows = []
+    humans: list[str] = []
+    for _key, dimension in _machine_dimensions(report, dimension_key):
+        for name, figures in (dimension.get("machines") or {}).items():
+            by_human = figures.get("kappa_vs_humans") or {}
+            humans += [human for human in by_human if human not in humans]
+            rows.append(
+                {
+                    "dimension": dimension["name"],
+                    "machine": name,
+                    "n_items": figures.get("n_items"),
+                    "n_gold": figures.get("n_gold"),
+                    "kappa_vs_gold": figures.get("kappa_vs_gold"),
+                    "mean_kappa_vs_humans": _mean_of(by_human.values()),
+                    "precision": figures.get("precision"),
+                    "recall": figures.get("recall"),
+                    **{f"human:{human}": kappa for human, kappa in by_human.items()},
+                }
+            )
+    columns = [
+        Column("dimension", "Dimension"),
+        Column("machine", "Machine"),
+        Column("n_items", "Items", "count"),
+        Column("n_gold", "With gold", "count"),
+        Column("kappa_vs_gold", "κ vs gold", latex_title=r"$\kappa$ gold", **_KAPPA),
+        Column(
+            "mean_kappa_vs_humans",
+            "Mean κ vs humans",
+            latex_title=r"$\bar\kappa$ humans",
+            **_KAPPA,
+        ),
+        Column("precision", "Precision", **_KAPPA),
+        Column("recall", "Recall", **_KAPPA),
+    ]
+    if dimension_key is not None:
+        columns += [Column(f"human:{human}", f"κ vs {human}", **_KAPPA) for human in humans]
+    name = report["dimensions"][dimension_key]["name"] if dimension_key else None
+    return Table(
+        title=f"{name}: machine annotators" if name else "Machine annotation",
+        key=f"machines-{dimension_key}" if dimension_key else "machine-annotation",
+        columns=columns,
+        rows=rows,
+        caption=report_settings_text(report),
+        notes=[MACHINES_NOTE],
+    )
+
+
+def machine_delegation_table(report: dict, dimension_key: str | None = None) -> Table:
+    """Per dimension, machine and confidence threshold: the items it would take over (count
+    and share of the items with gold) and its agreement with gold on them."""
+    rows = [
+        {
+            "dimension": dimension["name"],
+            "machine": name,
+            "threshold": row["threshold"],
+            "n": row.get("n"),
+            "share": None if row["share"] is None else 100 * row["share"],
+            "agreement_with_gold": None
+            if row["agreement_with_gold"] is None
+            else 100 * row["agreement_with_gold"],
+        }
+        for _key, dimension in _machine_dimensions(report, dimension_key)
+        for name, figures in (dimension.get("machines") or {}).items()
+        for row in figures.get("delegation") or []
+    ]
+    name = report["dimensions"][dimension_key]["name"] if dimension_key else None
+    return Table(
+        title=f"{name}: delegation to machines" if name else "Delegation to machine annotators",
+        key=f"delegation-{dimension_key}" if dimension_key else "machine-delegation",
+        columns=[
+            Column("dimension", "Dimension"),
+            Column("machine", "Machine"),
+            Column("threshold", "Confidence ≥", "number", digits=2, latex_title=r"conf. $\geq$"),
+            Column("n", "Items taken", "count"),
+            Column("share", "Share taken", "percent", latex_title=r"\% taken"),
+            Column(
+                "agreement_with_gold",
+                "Agreement with gold",
+                "percent",
+                latex_title=r"\% = gold",
+            ),
+        ],
+        rows=rows,
+        caption=report_settings_text(report),
+        notes=[DELEGATION_NOTE],
+    )
+
+
+def machine_pairs_table(report: dict, dimension_key: str | None = None) -> Table:
+    """Per dimension, every pair of machine annotators: shared items and Cohen's κ (model-model
+    agreement, the signal of whether a dimension suits a model)."""
+    rows = [
+        {"dimension": dimension["name"], **pair}
+        for _key, dimension in _machine_dimensions(report, dimension_key)
+        for pair in dimension.get("machine_pairs") or []
+    ]
+    name = report["dimensions"][dimension_key]["name"] if dimension_key else None
+    return Table(
+        title=f"{name}: κ per pair of machines" if name else "Machine-machine agreement",
+        key=f"machine-pairs-{dimension_key}" if dimension_key else "machine-pairs",
+        columns=[
+            Column("dimension", "Dimension"),
+            Column("a", "Machine A"),
+            Column("b", "Machine B"),
+            Column("n", "Shared items", "count"),
+            Column("kappa", "Cohen's κ", latex_title=r"$\kappa$", **_KAPPA),
+        ],
+        rows=rows,
+        caption=report_settings_text(report),
+        notes=[
+            "Agreement of two models with each other: where it is low, a dimension is unlikely "
+            "to suit a model (Ahmed et al., MSR 2025)."
+        ],
+    )

@@ -61,6 +61,10 @@ class ResponseFormatRefused(EndpointError):
     """The endpoint refused the `json_schema` response format (400 naming it)."""
 
 
+class LogprobsRefused(EndpointError):
+    """The endpoint refused to give log-probabilities (400 naming them)."""
+
+
 def endpoint_host(base_url: str) -> str:
     """The host (and port) of an endpoint, recorded with each run; never its path or key."""
     return urlsplit(base_url).netloc.rpartition("@")[2]
@@ -85,10 +89,14 @@ class ChatClient:
         temperature: float | None,
         seed: int | None,
         response_format: dict | None,
+        logprobs: bool = False,
     ) -> Completion:
-        """One chat completion. Raises EndpointError (ResponseFormatRefused for a 400 that
-        names the response format)."""
+        """One chat completion, with the log-probabilities of its tokens when `logprobs` (in
+        the raw response). Raises EndpointError (ResponseFormatRefused, LogprobsRefused for a
+        400 that names the response format or the log-probabilities)."""
         options: dict = {}
+        if logprobs:
+            options["logprobs"] = True
         if temperature is not None:
             options["temperature"] = temperature
         if seed is not None:
@@ -128,6 +136,8 @@ def _status_error(error: openai.APIStatusError) -> EndpointError:
     message = f"{status}: {error.message}"
     if status == 400 and "response_format" in error.message:
         return ResponseFormatRefused(message, status=status)
+    if status == 400 and "logprobs" in error.message:
+        return LogprobsRefused(message, status=status)
     retryable = status in (408, 409, 429) or status >= 500
     return EndpointError(
         message,

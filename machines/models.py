@@ -28,8 +28,9 @@ class MachineAnnotator(TimestampedModel):
     temperature = models.FloatField(default=0.0)
     seed = models.IntegerField(null=True, blank=True)
     samples = models.PositiveSmallIntegerField(default=1)
-    # The "one human replaced" design (the machine counts as one of k) is not offered yet:
-    # a machine is reported apart and never enters gold.
+    # The "one human replaced" design, chosen by a manager for one machine of a study at most:
+    # its labels count as a rater's (toward an item's k, in the human agreement figures and in
+    # gold resolution). Off by default: a machine is reported apart and never enters gold.
     counts_toward_k = models.BooleanField(default=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -45,6 +46,11 @@ class MachineAnnotator(TimestampedModel):
             models.CheckConstraint(
                 condition=models.Q(temperature__gte=0, temperature__lte=2),
                 name="machine_temperature_range",
+            ),
+            models.UniqueConstraint(
+                fields=["study"],
+                condition=models.Q(counts_toward_k=True),
+                name="one_machine_replacing_a_human",
             ),
         ]
 
@@ -90,6 +96,10 @@ class MachineRun(models.Model):
     #  "max_in_flight", "models_answering": [...]}
     parameters = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
+    # The lease of the worker running the run: another worker (a second delivery of the task, a
+    # resumed run) takes the run only once the lease expired; the holder renews it as it goes.
+    lease_owner = models.CharField(max_length=100, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
     # The first failures of single items: [{"item": id, "error": "..."}] (the run goes on).
     item_errors = models.JSONField(default=list, blank=True)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -252,21 +254,75 @@ def answer_parse(content: str | None, schema: dict) -> dict:
 @dataclass(frozen=True)
 class Consensus:
     categories: list[str]
-    confidence: float  # share of the samples that gave this answer
+    confidence: float  # see samples_consensus
     rationale: str
     samples: list[dict]
+    confidence_from: str = "samples"  # or "logprobs"
 
 
-def samples_consensus(answers: Sequence[dict], dimension_key: str) -> Consensus:
-    """The majority answer of the samples on one dimension (ties: the earliest sample's), its
-    share of the samples as the confidence, and the rationale of its first sample."""
+def samples_consensus(
+    answers: Sequence[dict],
+    dimension_key: str,
+    probabilities: Sequence[float | None] | None = None,
+) -> Consensus:
+    """The majority answer of the samples on one dimension (ties: the earliest sample's), and
+    the rationale of its first sample. Its confidence: the share of the samples that gave it,
+    times, when every sample of the majority has one, the mean of the `probabilities` the model
+    gave their categories (`categories_probability`, from log-probabilities)."""
     parts = [answer[dimension_key] for answer in answers]
     sets = [tuple(sorted(part["categories"])) for part in parts]
     majority, count = Counter(sets).most_common(1)[0]
     first = parts[sets.index(majority)]
+    confidence = count / len(parts)
+    chosen = [
+        probabilities[index]
+        for index, answer_set in enumerate(sets)
+        if answer_set == majority and probabilities
+    ]
+    from_logprobs = bool(chosen) and all(p is not None for p in chosen)
+    if from_logprobs:
+        confidence *= sum(chosen) / len(chosen)
     return Consensus(
         categories=list(majority),
-        confidence=count / len(parts),
+        confidence=round(confidence, 6),
         rationale=first["rationale"],
         samples=parts,
+        confidence_from="logprobs" if from_logprobs else "samples",
     )
+
+
+def categories_probability(response: dict, dimension_key: str) -> float | None:
+    """The probability the model gave the categories it wrote for one dimension: exp of the
+    summed log-probabilities of the tokens of that dimension's "categories" array, from a raw
+    chat completion that carries them; None when it does not (or its tokens do not spell its
+    content, or the array is not found)."""
+    try:
+        choice = response["choices"][0]
+        content = choice["message"]["content"]
+        tokens = choice["logprobs"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if not content or not tokens:
+        return None
+    try:
+        spelled = [(token["token"], float(token["logprob"])) for token in tokens]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if "".join(text for text, _ in spelled) != content:
+        return None
+    key = re.search(r'"' + re.escape(dimension_key) + r'"\s*:\s*\{', content)
+    if key is None:
+        return None
+    array = re.compile(r'"categories"\s*:\s*\[').search(content, key.end())
+    if array is None:
+        return None
+    start = array.end()
+    end = content.find("]", start)
+    if end < 0:
+        return None
+    total, position = 0.0, 0
+    for text, logprob in spelled:
+        token_start, position = position, position + len(text)
+        if position > start and token_start < end + 1:
+            total += logprob
+    return math.exp(total)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from labeling.disagreements import item_gold
 from labeling.models import StudyItem
 from machines.agreement import MachineRating, machine_figures
+from machines.models import MachineAnnotator
 from machines.selectors import study_machine_ratings
 from taxonomy.models import Category
 
@@ -35,6 +36,11 @@ def report_add_machines(*, study, tables, filters, level, dimensions: dict[str, 
         owner, _, name = filters.repository.partition("/")
         items = items.filter(issue__repository__owner=owner, issue__repository__name=name)
     admitted = set(items.values_list("id", flat=True).order_by())
+    raters = set(
+        MachineAnnotator.objects.filter(study=study, counts_toward_k=True).values_list(
+            "name", flat=True
+        )
+    )
     roll_ups = _roll_ups(study, level)
     gold = item_gold(item_ids=sorted(admitted))
     for key, table in tables.items():
@@ -70,6 +76,8 @@ def report_add_machines(*, study, tables, filters, level, dimensions: dict[str, 
             categories=table.categories,
             multi_label=table.dimension.multi_label,
         )
+        for name, machine in figures.items():
+            machine["counts_as_rater"] = name in raters
         dimensions[key]["machines"] = figures
         dimensions[key]["machine_pairs"] = pairs
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 import logging
 import os
 import random
+import socket
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -37,6 +40,7 @@ from machines.prompts import (
     IssueText,
     answer_parse,
     answer_schema,
+    categories_probability,
     prompt_template,
     response_format_of,
     samples_consensus,
@@ -90,6 +94,9 @@ class _Endpoint:
     seed: int | None
     schema: dict
     use_json_schema: bool = True
+    # Log-probabilities are asked for (a confidence better than the samples' agreement) until
+    # the endpoint refuses them.
+    use_logprobs: bool = True
 
 
 def _api_key(annotator: MachineAnnotator) -> str | None:
@@ -207,7 +214,11 @@ def _complete_with_retries(
                 response_format=(
                     response_format_of(endpoint.schema) if endpoint.use_json_schema else None
                 ),
+                logprobs=endpoint.use_logprobs,
             )
+        except llm.LogprobsRefused:
+            endpoint.use_logprobs = False
+            continue
         except llm.ResponseFormatRefused:
             # The schema is in the system message too; the answer is validated here anyway.
             endpoint.use_json_schema = False
@@ -227,21 +238,62 @@ def _complete_with_retries(
     raise llm.EndpointError("The endpoint kept refusing the response format.", retryable=False)
 
 
-def machine_run_execute(*, run_id: int) -> MachineRun:
-    """Run (or resume) a queued run to its end. Returns the run as stored."""
-    run = MachineRun.objects.select_related("annotator__study__codebook_version__codebook").get(
-        pk=run_id
+class LeaseLost(Exception):
+    """Another worker took the run over (this one's lease expired unrenewed): stop quietly."""
+
+
+def _lease_owner() -> str:
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _lease_acquire(run_id: int, owner: str) -> MachineRun | None:
+    """The run, leased to `owner` and marked running; None when it has ended or another
+    worker holds an unexpired lease on it (a second delivery of its task, a double resume)."""
+    now = timezone.now()
+    with transaction.atomic():
+        run = (
+            MachineRun.objects.select_for_update(of=("self",))
+            .select_related("annotator__study__codebook_version__codebook")
+            .get(pk=run_id)
+        )
+        if run.status in (MachineRun.Status.FINISHED, MachineRun.Status.FAILED):
+            return None
+        held = run.lease_owner and run.lease_expires_at and run.lease_expires_at > now
+        if held and run.lease_owner != owner:
+            return None
+        run.status = MachineRun.Status.RUNNING
+        run.started_at = run.started_at or now
+        run.lease_owner = owner
+        run.lease_expires_at = now + timedelta(seconds=settings.MACHINES_LEASE_SECONDS)
+        run.save(update_fields=["status", "started_at", "lease_owner", "lease_expires_at"])
+    return run
+
+
+def _lease_renew(run: MachineRun, owner: str) -> None:
+    """Push the lease's expiry on; LeaseLost when it is no longer this worker's."""
+    renewed = MachineRun.objects.filter(pk=run.pk, lease_owner=owner).update(
+        lease_expires_at=timezone.now() + timedelta(seconds=settings.MACHINES_LEASE_SECONDS)
     )
-    if run.status in (MachineRun.Status.FINISHED, MachineRun.Status.FAILED):
-        return run
-    run.status = MachineRun.Status.RUNNING
-    run.started_at = run.started_at or timezone.now()
-    run.save(update_fields=["status", "started_at"])
+    if not renewed:
+        raise LeaseLost(f"run {run.pk} was taken over by another worker")
+
+
+def machine_run_execute(*, run_id: int, owner: str | None = None) -> MachineRun:
+    """Run (or resume) a queued run to its end under a lease, so that two workers never run it
+    at once: a worker that finds the run leased to another (unexpired) leaves it. Returns the
+    run as stored."""
+    owner = owner or _lease_owner()
+    run = _lease_acquire(run_id, owner)
+    if run is None:
+        return MachineRun.objects.get(pk=run_id)
     try:
         if run.annotator.kind == MachineAnnotator.Kind.CLASSICAL:
             classical_run_execute(run)
         else:
-            _execute(run)
+            _execute(run, owner)
+    except LeaseLost:
+        logger.warning("machine run %s: lease lost, left to the worker holding it", run.pk)
+        return MachineRun.objects.get(pk=run.pk)
     except (RunAborted, TooLittleGold) as error:
         run.refresh_from_db()
         run.status = MachineRun.Status.FAILED
@@ -255,11 +307,19 @@ def machine_run_execute(*, run_id: int) -> MachineRun:
         run.refresh_from_db()
         run.status = MachineRun.Status.FINISHED
     run.finished_at = timezone.now()
-    run.save(update_fields=["status", "error", "finished_at"])
-    return run
+    ended = MachineRun.objects.filter(pk=run.pk, lease_owner=owner).update(
+        status=run.status,
+        error=run.error,
+        finished_at=run.finished_at,
+        lease_owner="",
+        lease_expires_at=None,
+    )
+    if not ended:
+        logger.warning("machine run %s: lease lost at its end, left to its holder", run.pk)
+    return MachineRun.objects.get(pk=run.pk)
 
 
-def _execute(run: MachineRun) -> None:
+def _execute(run: MachineRun, owner: str) -> None:
     annotator = run.annotator
     study = annotator.study
     version = study.codebook_version
@@ -294,6 +354,9 @@ def _execute(run: MachineRun) -> None:
     )
     run.parameters = parameters
     items = StudyItem.objects.filter(study=study)
+    # Items labeled by this run before it stopped (it is resumed) are not labeled again, nor
+    # counted as skipped: they are among its items done.
+    own = set(MachineLabel.objects.filter(run=run).values_list("item_id", flat=True).distinct())
     done_before = set(
         MachineLabel.objects.filter(
             run__annotator=annotator, run__settings_hash=run.settings_hash, item__study=study
@@ -303,7 +366,8 @@ def _execute(run: MachineRun) -> None:
         .distinct()
     )
     run.items_total = items.count()
-    run.items_skipped = len(done_before)
+    run.items_skipped = len(done_before - own)
+    done_before |= own
     run.save(
         update_fields=[
             "prompt_template",
@@ -331,6 +395,9 @@ def _execute(run: MachineRun) -> None:
     models_answering: set[str] = set()
     in_flight = max(1, settings.MACHINES_MAX_IN_FLIGHT)
     aborted = ""
+    # Renewed well before it expires, also while every request in flight is still waiting.
+    renew_every = max(0.05, settings.MACHINES_LEASE_SECONDS / 3)
+    renew_at = time.monotonic() + renew_every
     try:
         with ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="machine") as pool:
             pending: dict[Future, _Request] = {}
@@ -348,7 +415,10 @@ def _execute(run: MachineRun) -> None:
                     pending[future] = request
                 if not pending:
                     break
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                if time.monotonic() >= renew_at:
+                    _lease_renew(run, owner)
+                    renew_at = time.monotonic() + renew_every
+                finished, _ = wait(pending, timeout=renew_every, return_when=FIRST_COMPLETED)
                 for future in finished:
                     request = pending.pop(future)
                     outcome = future.result()
@@ -359,6 +429,7 @@ def _execute(run: MachineRun) -> None:
     finally:
         endpoint.client.close()
     parameters["response_format"] = "json_schema" if endpoint.use_json_schema else "none"
+    parameters["logprobs"] = endpoint.use_logprobs
     parameters["models_answering"] = sorted(models_answering)
     MachineRun.objects.filter(pk=run.pk).update(parameters=parameters)
     if aborted:
@@ -435,6 +506,7 @@ def _item_store(
     """Write one item's outcome in one transaction: the new valid responses to the cache and,
     when every sample answered validly, the labels; the run's counters either way."""
     answers = dict(outcome.answers)
+    raw_of = {**request.cached, **outcome.responses}
     for sample, response in request.cached.items():
         try:
             content = response["choices"][0]["message"]["content"]
@@ -459,8 +531,16 @@ def _item_store(
             ignore_conflicts=True,
         )
         if complete:
-            ordered = [answers[sample] for sample in sorted(answers)]
-            consensus = {key: samples_consensus(ordered, key) for key in dimension_by_key}
+            samples = sorted(answers)
+            ordered = [answers[sample] for sample in samples]
+            consensus = {
+                key: samples_consensus(
+                    ordered,
+                    key,
+                    [categories_probability(raw_of.get(sample) or {}, key) for sample in samples],
+                )
+                for key in dimension_by_key
+            }
             chosen = {key: c.categories for key, c in consensus.items()}
             MachineLabel.objects.bulk_create(
                 [
@@ -471,7 +551,11 @@ def _item_store(
                         categories=consensus[key].categories,
                         confidence=consensus[key].confidence,
                         rationale=consensus[key].rationale,
-                        raw_response={"samples": consensus[key].samples, "responses": request.keys},
+                        raw_response={
+                            "samples": consensus[key].samples,
+                            "responses": request.keys,
+                            "confidence_from": consensus[key].confidence_from,
+                        },
                     )
                     for key, dimension in dimension_by_key.items()
                     if dimension.applies_given(chosen)

@@ -31,6 +31,12 @@ def study_machine_runs(*, study: Study) -> QuerySet[MachineRun]:
     )
 
 
+def study_machine_rater(*, study: Study) -> MachineAnnotator | None:
+    """The machine annotator the study counts as one of its k raters ("one human replaced"),
+    if it chose one."""
+    return MachineAnnotator.objects.filter(study=study, counts_toward_k=True).first()
+
+
 def study_machine_ratings(
     *, study: Study, dimension_ids: Iterable[int]
 ) -> dict[str, dict[str, dict[int, MachineRating]]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from django.db import transaction
+from django.utils import timezone
 
 from common.exceptions import ApplicationError
 from labeling.models import Study
@@ -116,12 +117,7 @@ def machine_run_request(*, annotator: MachineAnnotator, enqueue: bool = True) ->
         annotator=annotator, codebook_version_id=annotator.study.codebook_version_id
     )
     if enqueue:
-
-        def send() -> None:
-            result = machine_run_task.apply_async(args=[run.pk])
-            MachineRun.objects.filter(pk=run.pk).update(task_id=result.id or "")
-
-        transaction.on_commit(send)
+        _send_on_commit(run)
     return run
 
 
@@ -162,3 +158,79 @@ def classical_run_request(*, study: Study, enqueue: bool = True, user=None) -> M
     queues a language model's run."""
     annotator = classical_annotator_get_or_create(study=study, user=user)
     return machine_run_request(annotator=annotator, enqueue=enqueue)
+
+
+def machine_run_is_resumable(run: MachineRun, *, now=None) -> bool:
+    """A run that stopped before its end: failed (the endpoint refused it, the worker raised),
+    finished with items that failed, or running under a lease nobody renewed (its worker died).
+    Resuming labels only what it has not labeled yet; answers already given come from the cache."""
+    now = now or timezone.now()
+    if run.status == MachineRun.Status.FAILED:
+        return True
+    if run.status == MachineRun.Status.FINISHED:
+        return run.items_failed > 0
+    if run.status == MachineRun.Status.RUNNING:
+        return run.lease_expires_at is None or run.lease_expires_at <= now
+    return False
+
+
+def machine_run_resume(*, run: MachineRun, enqueue: bool = True) -> MachineRun:
+    """Queue a stopped run again (see `machine_run_is_resumable`): its items without labels are
+    tried again, its failures counted afresh. Its task is sent once committed (not with
+    `enqueue=False`, as in `machine_run_request`)."""
+    with transaction.atomic():
+        run = MachineRun.objects.select_for_update().get(pk=run.pk)
+        if not machine_run_is_resumable(run):
+            raise ApplicationError(
+                f"Run {run.pk} is {run.get_status_display().lower()}: only a failed or "
+                "interrupted run, or one with failed items, is resumed."
+            )
+        run.status = MachineRun.Status.QUEUED
+        run.error = ""
+        run.items_failed = 0
+        run.item_errors = []
+        run.finished_at = None
+        run.lease_owner = ""
+        run.lease_expires_at = None
+        run.save(
+            update_fields=[
+                "status",
+                "error",
+                "items_failed",
+                "item_errors",
+                "finished_at",
+                "lease_owner",
+                "lease_expires_at",
+            ]
+        )
+        if enqueue:
+            _send_on_commit(run)
+    return run
+
+
+def _send_on_commit(run: MachineRun) -> None:
+    def send() -> None:
+        result = machine_run_task.apply_async(args=[run.pk])
+        MachineRun.objects.filter(pk=run.pk).update(task_id=result.id or "")
+
+    transaction.on_commit(send)
+
+
+# ---------------------------------------------------------------------------------------------
+# The "one human replaced" design
+# ---------------------------------------------------------------------------------------------
+
+
+def study_machine_rater_set(*, study: Study, annotator: MachineAnnotator | None) -> None:
+    """Choose the study's machine annotator that counts as one of its k raters (the "one human
+    replaced" design), or none (the default: every machine is reported apart). One at most per
+    study (a constraint of MachineAnnotator). Recorded and stated with the report and the
+    export; see docs/machines.md for what it changes."""
+    if annotator is not None and annotator.study_id != study.pk:
+        raise ApplicationError("That machine annotator is not one of this study's.")
+    with transaction.atomic():
+        MachineAnnotator.objects.filter(study=study, counts_toward_k=True).exclude(
+            pk=getattr(annotator, "pk", None)
+        ).update(counts_toward_k=False)
+        if annotator is not None:
+            MachineAnnotator.objects.filter(pk=annotator.pk).update(counts_toward_k=True)

@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import http.server
 import json
+import math
 import re
 import threading
 import time
@@ -67,6 +68,11 @@ class FakeOpenAI:
         self.timeout_seconds = timeout_seconds
         self.retry_after_ms = 50
         self.json_schema_supported = True
+        # Log-probabilities, when a request asks for them: every token certain but the first
+        # token of each category of a dimension, whose probability is `category_probability`'s
+        # for that dimension. `logprobs_supported` False answers 400 to a request for them.
+        self.logprobs_supported = True
+        self.category_probability: Callable[[str], float] = lambda dimension: 1.0
         self.choose: Chooser = hashed_choice
         self.rationale = "{dimension} judged from the issue text"
         self.fault_for: Callable[[str], str | None] | None = None
@@ -135,11 +141,14 @@ class FakeOpenAI:
             return 500, _error("The server had an error.", "server_error"), {}
         if response_format.get("type") == "json_schema" and not self.json_schema_supported:
             return 400, _error("response_format json_schema is not supported", "invalid"), {}
+        if body.get("logprobs") and not self.logprobs_supported:
+            return 400, _error("logprobs are not supported by this model", "invalid"), {}
         schema = (response_format.get("json_schema") or {}).get("schema")
         if schema is None:
             found = SCHEMA_IN_TEXT.search(system)
             schema = json.loads(found.group(1)) if found else {"properties": {}}
         refusal = None
+        tokens = None
         if fault == "refusal":
             content, refusal = None, "I can't help with that request."
         elif fault == "malformed":
@@ -158,6 +167,9 @@ class FakeOpenAI:
                 first = next(iter(answer), "dimension")
                 answer[first] = {"categories": ["no_such_category"], "rationale": 3}
             content = json.dumps(answer)
+            if body.get("logprobs"):
+                tokens = self._tokens(answer)
+                assert "".join(token["token"] for token in tokens) == content
         prompt_chars = sum(len(m.get("content") or "") for m in messages)
         completion = {
             "id": "chatcmpl-" + hashlib.sha256(json.dumps(body).encode()).hexdigest()[:24],
@@ -170,7 +182,7 @@ class FakeOpenAI:
                     "index": 0,
                     "message": {"role": "assistant", "content": content, "refusal": refusal},
                     "finish_reason": "stop",
-                    "logprobs": None,
+                    "logprobs": None if tokens is None else {"content": tokens},
                 }
             ],
             "usage": {
@@ -180,6 +192,26 @@ class FakeOpenAI:
             },
         }
         return 200, completion, {}
+
+    def _tokens(self, answer: dict) -> list[dict]:
+        """The answer's JSON (as json.dumps writes it) cut in tokens with log-probabilities."""
+        pieces: list[tuple[str, float]] = [("{", 0.0)]
+        for index, (key, part) in enumerate(answer.items()):
+            pieces.append((("" if index == 0 else ", ") + json.dumps(key) + ": {", 0.0))
+            if isinstance(part, dict) and set(part) == {"categories", "rationale"}:
+                pieces.append(('"categories": [', 0.0))
+                probability = self.category_probability(key)
+                for position, category in enumerate(part["categories"]):
+                    separator = "" if position == 0 else ", "
+                    pieces.append((separator + json.dumps(category), math.log(probability)))
+                pieces.append(('], "rationale": ' + json.dumps(part["rationale"]) + "}", 0.0))
+            else:
+                pieces.append((json.dumps(part)[1:], 0.0))
+        pieces.append(("}", 0.0))
+        return [
+            {"token": text, "logprob": logprob, "bytes": None, "top_logprobs": []}
+            for text, logprob in pieces
+        ]
 
     def _handler_class(self) -> type[http.server.BaseHTTPRequestHandler]:
         stand_in = self

@@ -616,6 +616,21 @@ CASES += [
         method="post",
     ),
     page("members page", "/studies/demo/members/", managers(200)),
+    page("machine annotators page", "/studies/demo/machines/", managers(200)),
+    page(
+        "machine annotators page: add (an empty form reaches validation)",
+        "/studies/demo/machines/",
+        managers(400),
+        method="post",
+        data={"action": "add"},
+    ),
+    page("machine run page: none such", "/studies/demo/machines/runs/999999/", managers(404)),
+    page("machine labels export", "/studies/demo/export/machines/?file=labels", managers(200)),
+    page(
+        "other study's machine annotators page",
+        "/studies/other/machines/",
+        {**only(200, "other_manager", "superuser"), "other_annotator": 403},
+    ),
     page(
         "members page: add",
         "/studies/demo/members/",

@@ -360,3 +360,36 @@ class MemberAddForm(forms.Form):
         if user is None:
             raise forms.ValidationError(f"No active user is called {username!r}.")
         return user
+
+
+# The machine annotators page (/studies/{slug}/machines/)
+
+
+class MachineAnnotatorForm(forms.Form):
+    """An LLM annotator's settings. Types only: the rules (an http(s) URL, the key's variable
+    name, bounds, one name for one set of settings) are machines.services'."""
+
+    name = forms.CharField(
+        max_length=100, required=False, help_text="How reports name it; the model's name if empty"
+    )
+    base_url = forms.CharField(
+        label="Base URL",
+        max_length=500,
+        help_text="An OpenAI-compatible endpoint, e.g. https://api.openai.com/v1",
+    )
+    model = forms.CharField(max_length=200, help_text="The model's name, as the endpoint knows it")
+    api_key_env = forms.CharField(
+        label="API key variable",
+        max_length=100,
+        required=False,
+        help_text="The NAME of the environment variable holding the key (e.g. OPENAI_API_KEY), "
+        "never the key; empty for an endpoint that takes none",
+    )
+    temperature = forms.FloatField(initial=0.0, min_value=0, max_value=2)
+    seed = forms.IntegerField(required=False, min_value=0, help_text="Empty: none sent")
+    samples = forms.IntegerField(
+        initial=1,
+        min_value=1,
+        max_value=20,
+        help_text="Answers per item; confidence is their agreement",
+    )

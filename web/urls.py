@@ -1,7 +1,16 @@
 from django.urls import path, register_converter
 
 from common.converters import IdConverter
-from web.views import account, agreement, codebooks, resolution, setup, sources, studies
+from web.views import (
+    account,
+    agreement,
+    codebooks,
+    machines,
+    resolution,
+    setup,
+    sources,
+    studies,
+)
 from web.views import export as export_views
 from web.views import report as report_views
 
@@ -38,6 +47,12 @@ urlpatterns = [
     ),
     path("studies/<slug:slug>/agreement/", agreement.agreement, name="agreement"),
     path("studies/<slug:slug>/report/", report_views.report, name="report"),
+    path("studies/<slug:slug>/machines/", machines.study_machines, name="study_machines"),
+    path(
+        "studies/<slug:slug>/machines/runs/<id:run_id>/",
+        machines.machine_run,
+        name="machine_run",
+    ),
     path("studies/<slug:slug>/disagreements/", resolution.disagreements, name="disagreements"),
     path("studies/<slug:slug>/export/", export_views.study_export, name="study_export"),
     path(
@@ -49,6 +64,11 @@ urlpatterns = [
         "studies/<slug:slug>/export/jobs/<id:job_id>/download/",
         export_views.export_job_download,
         name="export_job_download",
+    ),
+    path(
+        "studies/<slug:slug>/export/machines/",
+        export_views.study_export_machines,
+        name="study_export_machines",
     ),
     path(
         "studies/<slug:slug>/export/download/",

@@ -279,13 +279,15 @@ PASSWORD_RESET_PER_HOUR = 5
 
 # Machine annotators (machines/): requests in flight at once per run, each request's timeout,
 # attempts per request (rate limits, server errors and timeouts are retried with backoff), the
-# longest wait between attempts, and the characters of an issue a prompt carries.
+# longest wait between attempts, the characters of an issue a prompt carries, and how long a
+# worker's lease on a run lasts unrenewed (another worker takes the run over after it).
 MACHINES_MAX_IN_FLIGHT = env.int("MACHINES_MAX_IN_FLIGHT", default=8)
 MACHINES_REQUEST_TIMEOUT = env.float("MACHINES_REQUEST_TIMEOUT", default=120.0)
 MACHINES_MAX_ATTEMPTS = env.int("MACHINES_MAX_ATTEMPTS", default=6)
 MACHINES_BACKOFF_SECONDS = env.float("MACHINES_BACKOFF_SECONDS", default=1.0)
 MACHINES_MAX_WAIT_SECONDS = env.float("MACHINES_MAX_WAIT_SECONDS", default=60.0)
 MACHINES_ISSUE_CHAR_BUDGET = env.int("MACHINES_ISSUE_CHAR_BUDGET", default=12000)
+MACHINES_LEASE_SECONDS = env.int("MACHINES_LEASE_SECONDS", default=300)
 
 # Celery: JSON only, bounded task time, broker from REDIS_URL.
 REDIS_URL = env("REDIS_URL", default="")

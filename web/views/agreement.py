@@ -25,6 +25,7 @@ from labeling.agreement import DEFAULT_MIN_PAIR_ITEMS
 from labeling.agreement_charts import (
     NONE_APPLIES_NAME,
     category_name,
+    delegation_chart,
     dimension_figures,
     kappa_alpha_chart,
     warnings_by_kind,
@@ -42,6 +43,10 @@ from labeling.agreement_tables import (
     categories_table,
     dimension_table,
     heatmap_cells,
+    machine_delegation_table,
+    machine_pairs_table,
+    machine_rater_of,
+    machines_table,
     pairs_table,
     repositories_table,
     round_chart_bars,
@@ -86,7 +91,25 @@ PAGE_METHODS = {
 }
 _KAPPA_COLUMN = {"kind": "number", "digits": 3}
 # The tables of the page, by the `table` parameter of a download ("dimensions" by default).
-TABLES = ("dimensions", "pairs", "categories", "rounds", "repositories")
+TABLES = (
+    "dimensions",
+    "pairs",
+    "categories",
+    "rounds",
+    "repositories",
+    "machines",
+    "machine-delegation",
+    "machine-pairs",
+)
+# The tables of one dimension (a download names it).
+DIMENSION_TABLES = (
+    "pairs",
+    "categories",
+    "rounds",
+    "machines",
+    "machine-delegation",
+    "machine-pairs",
+)
 
 
 @login_required
@@ -131,7 +154,7 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         problem = None
         if table_name not in TABLES:
             problem = f"Unknown table: {table_name}. One of: {', '.join(TABLES)}."
-        elif selected is None and table_name in ("pairs", "categories", "rounds"):
+        elif selected is None and table_name in DIMENSION_TABLES:
             problem = f"The study has no dimension to show {table_name} of."
         if problem:
             return HttpResponse(problem, status=400, content_type="text/plain; charset=utf-8")
@@ -141,6 +164,9 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
             "categories": lambda: categories_table(report, dimension_key),
             "rounds": lambda: rounds_table(statuses, report, dimension_key),
             "repositories": lambda: repositories_table(repositories, report),
+            "machines": lambda: machines_table(report, dimension_key),
+            "machine-delegation": lambda: machine_delegation_table(report, dimension_key),
+            "machine-pairs": lambda: machine_pairs_table(report, dimension_key),
         }[table_name]()
         response = HttpResponse(
             table_download(table, download),
@@ -212,6 +238,19 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         entries["rounds"] = _entry(
             rounds_table(statuses, report, dimension_key), downloads("rounds"), said=said
         )
+        if selected.get("machines"):
+            # Machines apart from people: their own tables, never in the human figures.
+            entries["machines"] = _entry(
+                machines_table(report, dimension_key), downloads("machines"), said=said
+            )
+            entries["machine_delegation"] = _entry(
+                machine_delegation_table(report, dimension_key),
+                downloads("machine-delegation"),
+                said=said,
+            )
+            entries["machine_pairs"] = _entry(
+                machine_pairs_table(report, dimension_key), downloads("machine-pairs"), said=said
+            )
     entries["repositories"] = _entry(
         repositories_table(repositories, report),
         downloads("repositories"),
@@ -246,6 +285,10 @@ def agreement(request: HttpRequest, slug: str) -> HttpResponse:
         if pair and "matrix" in pair["confusion"]
         else None,
         "chart": kappa_alpha_chart(report["dimensions"], min_pair_items=min_pair_items),
+        "machine_rater": machine_rater_of(report),
+        "delegation": delegation_chart(selected["machines"])
+        if selected and selected.get("machines")
+        else None,
         "warnings": warnings,
         "methods": {name: methods_url(key) for name, key in PAGE_METHODS.items()},
         "round_bars": round_chart_bars(

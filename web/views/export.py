@@ -16,11 +16,13 @@ from django.views.decorators.http import require_GET
 from common.exceptions import ApplicationError
 from exports.formats import CONTENT_TYPES
 from exports.jobs import export_job_start
+from exports.machine_labels import machine_labels_csv, machine_runs_json
 from exports.models import ExportJob
 from exports.selectors import RECENT_JOBS, export_job_get_visible_to, export_job_list_for_study
 from exports.services import dataset_export_chunks, dataset_export_write
 from labeling.access import study_can_export
 from labeling.models import Study
+from machines.models import MachineAnnotator
 from web.views.studies import study_or_404
 
 # A study up to this size downloads at once; a larger one goes through a job.
@@ -69,6 +71,7 @@ def study_export(request: HttpRequest, slug: str) -> HttpResponse:
         status = 400
     items = study.items.count()
     context = {
+        "has_machines": MachineAnnotator.objects.filter(study=study).exists(),
         **_jobs_context(study),
         "oversees": True,
         "manages": True,
@@ -144,4 +147,28 @@ def study_export_download(request: HttpRequest, slug: str) -> HttpResponse:
         dataset_export_chunks(**options), content_type=CONTENT_TYPES[options["format"]]
     )
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@login_required
+@require_GET
+def study_export_machines(request: HttpRequest, slug: str) -> HttpResponse:
+    """The machine annotators' part of the dataset, apart from people's labels:
+    `?file=labels` (CSV, one row per machine label, naming the annotator's kind) or
+    `?file=runs` (JSON, each run's record)."""
+    study = _study_for_export(request, slug)
+    chosen = request.GET.get("file")
+    if chosen == "labels":
+        response = HttpResponse(
+            machine_labels_csv(study=study), content_type="text/csv; charset=utf-8"
+        )
+        name = f"{study.slug}-machine-labels.csv"
+    elif chosen == "runs":
+        response = HttpResponse(machine_runs_json(study=study), content_type="application/json")
+        name = f"{study.slug}-machine-runs.json"
+    else:
+        return HttpResponse(
+            "Choose file=labels or file=runs.", status=400, content_type="text/plain"
+        )
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
