@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from api.agreement import AgreementReportSerializer
 from api.assignments import AssignmentSerializer, assignments_visible_to
 from api.filters import IssueFilter
+from api.lifecycle import StudyLifeActions, StudyRoundActions
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember, StudyLookup
 from api.report import StudyReportActions
 from api.resolutions import ERRORS, StudyResolutionActions
@@ -97,6 +98,8 @@ class StudyViewSet(
     StudySetupActions,
     StudyResolutionActions,
     StudyReportActions,
+    StudyLifeActions,
+    StudyRoundActions,
     viewsets.ReadOnlyModelViewSet,
 ):
     """Studies the user is a member of (all for a superuser), with their agreement report, the

@@ -71,6 +71,8 @@ class World:
     manager_token_id: int  # the demo manager's API token
     source_id: int
     sync_run_id: int
+    demo_round_id: int
+    other_round_id: int
 
 
 def _world_build() -> tuple[World, dict[str, Any]]:
@@ -151,6 +153,8 @@ def _world_build() -> tuple[World, dict[str, Any]]:
             manager_token_id=token.id,
             source_id=source.id,
             sync_run_id=sync_request(source=source, requested_by=users["manager"]).id,
+            demo_round_id=demo.rounds.get().id,
+            other_round_id=other.rounds.get().id,
         ),
         users,
     )
@@ -978,6 +982,63 @@ CASES += [
     ),
 ]
 
+# A study's life: closing, reopening, the activity log.
+CASES += [
+    page(
+        "study: close",
+        "/studies/demo/status/",
+        managers(302),
+        method="post",
+        data={"action": "close", "reason": "finished"},
+    ),
+    page("study activity log", "/studies/demo/activity/", overseers(200)),
+    page("study activity log download", "/studies/demo/export/activity/", managers(200)),
+    api(
+        "study: close",
+        "/api/studies/demo/close/",
+        managers(200),
+        method="post",
+        data={"reason": "finished"},
+    ),
+    api(
+        "study: reopen",
+        "/api/studies/demo/reopen/",
+        managers(400),  # reaches the service: the study is open already
+        method="post",
+        data={"reason": "more items"},
+    ),
+    api("study activity log", "/api/studies/demo/activity/", overseers(200)),
+    page("study rounds", "/studies/demo/rounds/", managers(200)),
+    page(
+        "study rounds: targets",
+        "/studies/demo/rounds/",
+        managers(302),
+        method="post",
+        data={"action": "targets", "round": "{demo_round_id}", "target_kappa": "0.6"},
+    ),
+    api("study rounds", "/api/studies/demo/rounds/", overseers(200)),
+    api(
+        "round targets",
+        "/api/studies/demo/rounds/{demo_round_id}/targets/",
+        managers(200),
+        method="post",
+        data={"target_kappa": 0.6},
+    ),
+    api(
+        "round targets: another study's round under demo's slug",
+        "/api/studies/demo/rounds/{other_round_id}/targets/",
+        {**managers(404), "annotator": 403, "adjudicator": 403},
+        method="post",
+        data={"target_kappa": 0.6},
+    ),
+    api(
+        "round open",
+        "/api/studies/demo/rounds/{demo_round_id}/open/",
+        managers(400),  # reaches the service: no pilot holds it back
+        method="post",
+        data={"reason": "deadline"},
+    ),
+]
 
 HEALTH = "/health/"
 

@@ -1,7 +1,16 @@
 from django.urls import path, register_converter
 
 from common.converters import IdConverter
-from web.views import account, agreement, codebooks, resolution, setup, sources, studies
+from web.views import (
+    account,
+    agreement,
+    codebooks,
+    lifecycle,
+    resolution,
+    setup,
+    sources,
+    studies,
+)
 from web.views import export as export_views
 from web.views import report as report_views
 
@@ -13,6 +22,9 @@ urlpatterns = [
     path("studies/new/preview/", setup.study_new_preview, name="study_new_preview"),
     path("studies/<slug:slug>/", studies.study_overview, name="study_overview"),
     path("studies/<slug:slug>/members/", setup.study_members, name="study_members"),
+    path("studies/<slug:slug>/status/", lifecycle.study_status_change, name="study_status_change"),
+    path("studies/<slug:slug>/activity/", lifecycle.study_activity, name="study_activity"),
+    path("studies/<slug:slug>/rounds/", lifecycle.study_rounds, name="study_rounds"),
     path("studies/<slug:slug>/queue/", studies.queue, name="queue"),
     path("studies/<slug:slug>/next/", studies.next_item, name="next_item"),
     path("studies/<slug:slug>/items/<id:item_id>/", studies.label_item, name="label_item"),
@@ -49,6 +61,11 @@ urlpatterns = [
         "studies/<slug:slug>/export/jobs/<id:job_id>/download/",
         export_views.export_job_download,
         name="export_job_download",
+    ),
+    path(
+        "studies/<slug:slug>/export/activity/",
+        export_views.study_activity_download,
+        name="study_activity_download",
     ),
     path(
         "studies/<slug:slug>/export/download/",
