@@ -6,6 +6,7 @@ from api import views
 from api.assignments import AssignmentViewSet
 from api.codebooks import urlpatterns as codebook_urlpatterns
 from api.exports import ExportJobViewSet, StudyExportViewSet
+from api.invitations import InvitationAcceptView
 from api.machines import StudyMachineViewSet
 from api.queue import StudyQueueViewSet
 from api.sources import SourceViewSet, SyncRunViewSet
@@ -34,5 +35,6 @@ urlpatterns = [
         StudyExportViewSet.as_view({"get": "list", "post": "create"}),
         name="study-exports",
     ),
+    path("invitations/accept/", InvitationAcceptView.as_view(), name="invitation-accept"),
     path("", include(router.urls)),
 ]

@@ -487,3 +487,29 @@ class StudyEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} ({self.study})"
+
+
+class Invitation(models.Model):
+    """A link that makes whoever opens it first a member of a study with a role, once, before it
+    expires. Only a hash of its token is stored: the link is shown (or mailed) once."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(max_length=12, choices=Membership.Role.choices)
+    email = models.EmailField(blank=True, help_text="where the link was mailed, if it was")
+    token_hash = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the token")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.role} of {self.study}"

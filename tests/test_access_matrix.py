@@ -36,6 +36,7 @@ from exports.services import export_job_run
 from ingest.dispatch import sync_request
 from ingest.sources import source_create
 from labeling.models import Assignment
+from labeling.services.invitations import invitation_create
 from labeling.services.studies import study_create
 from taxonomy.codebook_file import codebook_file_read
 from taxonomy.drafts import codebook_draft_create
@@ -73,6 +74,7 @@ class World:
     sync_run_id: int
     demo_round_id: int
     other_round_id: int
+    demo_invitation_id: int
 
 
 def _world_build() -> tuple[World, dict[str, Any]]:
@@ -155,6 +157,9 @@ def _world_build() -> tuple[World, dict[str, Any]]:
             sync_run_id=sync_request(source=source, requested_by=users["manager"]).id,
             demo_round_id=demo.rounds.get().id,
             other_round_id=other.rounds.get().id,
+            demo_invitation_id=invitation_create(
+                study=demo, by=users["manager"], role="annotator"
+            ).invitation.id,
         ),
         users,
     )
@@ -1037,6 +1042,43 @@ CASES += [
         managers(400),  # reaches the service: no pilot holds it back
         method="post",
         data={"reason": "deadline"},
+    ),
+]
+
+# People: invitations, accepting one, one's account.
+CASES += [
+    page("study invitations", "/studies/demo/invitations/", managers(200)),
+    page(
+        "study invitations: invite",
+        "/studies/demo/invitations/",
+        managers(200),  # the answer shows the new link once
+        method="post",
+        data={"action": "invite", "role": "annotator"},
+    ),
+    public("invitation page: unknown link", "/invitations/not-a-token/", 410),
+    public("invitation page: accept an unknown link", "/invitations/not-a-token/", 410, "post"),
+    page("account", "/account/", signed_in(200)),
+    page("account: name", "/account/", signed_in(302), method="post", data={"first_name": "Ada"}),
+    api("study invitations", "/api/studies/demo/invitations/", managers(200)),
+    api(
+        "study invitations: invite",
+        "/api/studies/demo/invitations/",
+        managers(201),
+        method="post",
+        data={"role": "adjudicator"},
+    ),
+    api(
+        "study invitation: withdraw",
+        "/api/studies/demo/invitations/{demo_invitation_id}/",
+        managers(204),
+        method="delete",
+    ),
+    Case(
+        "API invitation accept: an unknown token",
+        "post",
+        "/api/invitations/accept/",
+        dict.fromkeys(ROLES, 400),  # no sign-in needed: the token is the credential
+        {"token": "not-a-token", "username": "guess", "password": PASSWORD},
     ),
 ]
 

@@ -16,7 +16,6 @@ from common.text import strip_nul
 from corpus.models import Issue
 from labeling.annotation_import import AnnotationRow
 from labeling.models import Annotation, AnnotationRevision, Assignment, Membership, Study, StudyItem
-from labeling.pilot_gate import study_round_ids_held_back
 from labeling.selectors import assignment_annotations, study_dimensions
 from labeling.services.lifecycle import study_check_open
 from labeling.services.resolutions import item_resolution_update
@@ -129,11 +128,6 @@ def _assignment_write(
         )
     study = assignment.item.study
     study_check_open(study_id=study.pk)
-    if assignment.item.round_id in study_round_ids_held_back(study=study):
-        raise ApplicationError(
-            "This item's round opens once the pilot passes its target (or a manager opens it).",
-            extra={"round_held_back": True},
-        )
     existing = assignment_annotations(assignment=assignment)
     flagged = {dimension_id for dimension_id, a in existing.items() if a.needs_review_since}
     _check_can_edit(assignment=assignment, user=user, rechecking=bool(flagged))
