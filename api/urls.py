@@ -6,6 +6,7 @@ from api import views
 from api.assignments import AssignmentViewSet
 from api.codebooks import urlpatterns as codebook_urlpatterns
 from api.exports import ExportJobViewSet, StudyExportViewSet
+from api.imports import CodebookImportView
 from api.invitations import InvitationAcceptView
 from api.machines import StudyMachineViewSet
 from api.queue import StudyQueueViewSet
@@ -36,5 +37,6 @@ urlpatterns = [
         name="study-exports",
     ),
     path("invitations/accept/", InvitationAcceptView.as_view(), name="invitation-accept"),
+    path("codebooks/import/", CodebookImportView.as_view(), name="codebook-import"),
     path("", include(router.urls)),
 ]

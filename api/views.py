@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from api.agreement import AgreementReportSerializer
 from api.assignments import AssignmentSerializer, assignments_visible_to
 from api.filters import IssueFilter
+from api.imports import StudyImportActions
 from api.invitations import StudyInvitationActions
 from api.lifecycle import StudyLifeActions, StudyRoundActions
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember, StudyLookup
@@ -102,6 +103,7 @@ class StudyViewSet(
     StudyLifeActions,
     StudyRoundActions,
     StudyInvitationActions,
+    StudyImportActions,
     viewsets.ReadOnlyModelViewSet,
 ):
     """Studies the user is a member of (all for a superuser), with their agreement report, the

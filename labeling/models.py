@@ -471,6 +471,7 @@ class StudyEvent(models.Model):
         INVITED = "invited", "Invited someone"
         INVITATION_REVOKED = "invitation_revoked", "Revoked an invitation"
         INVITATION_ACCEPTED = "invitation_accepted", "Accepted an invitation"
+        ANNOTATIONS_IMPORTED = "annotations_imported", "Imported annotations from a file"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="events")
     actor = models.ForeignKey(

@@ -1082,6 +1082,22 @@ CASES += [
     ),
 ]
 
+# Uploads: an annotation CSV into a study, a codebook file. The API routes take multipart only:
+# the matrix's JSON body reaches the parser (415) once the role is allowed.
+CASES += [
+    page("study import", "/studies/demo/import/", managers(200)),
+    page("study import: upload", "/studies/demo/import/", managers(400), method="post"),
+    page("codebook import", "/codebooks/import/", signed_in(200)),
+    page("codebook import: upload", "/codebooks/import/", signed_in(400), method="post"),
+    api(
+        "study annotation import",
+        "/api/studies/demo/annotation-import/",
+        managers(415),
+        method="post",
+    ),
+    api("codebook import", "/api/codebooks/import/", signed_in(415), method="post"),
+]
+
 HEALTH = "/health/"
 
 
