@@ -6,10 +6,11 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, Throttled
-from rest_framework.permissions import AllowAny
+from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.services import user_names_change
 from api.exception_handler import ErrorSerializer
 from api.resolutions import ERRORS
 from api.setup import MANAGERS
@@ -159,6 +160,9 @@ class InvitationAcceptView(APIView):
         responses={
             201: AcceptedSerializer,
             400: OpenApiResponse(ErrorSerializer, description="not valid, used, expired"),
+            401: OpenApiResponse(
+                ErrorSerializer, description="a token that is unknown, revoked or expired was sent"
+            ),
             429: OpenApiResponse(ErrorSerializer, description="too many attempts"),
         },
         description=(
@@ -185,3 +189,31 @@ class InvitationAcceptView(APIView):
         role = Invitation.objects.filter(accepted_by=user).values_list("role", flat=True).first()
         accepted = {"username": user.get_username(), "study": study.slug, "role": role}
         return Response(AcceptedSerializer(accepted).data, status=status.HTTP_201_CREATED)
+
+
+class AccountSerializer(serializers.Serializer):
+    username = serializers.CharField(read_only=True)
+    first_name = serializers.CharField(max_length=150, allow_blank=True, required=False)
+    last_name = serializers.CharField(max_length=150, allow_blank=True, required=False)
+
+
+class AccountView(APIView):
+    """One's own account: the name (the password changes on the sign-in pages)."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: AccountSerializer}, description="Your username and name.")
+    def get(self, request):
+        return Response(AccountSerializer(request.user).data)
+
+    @extend_schema(
+        request=AccountSerializer,
+        responses={200: AccountSerializer, 400: ERRORS[400]},
+        description="Change your name (first, last: either), checked as every name is.",
+    )
+    def patch(self, request):
+        body = AccountSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        names = {"first_name": request.user.first_name, "last_name": request.user.last_name}
+        user_names_change(user=request.user, **(names | body.validated_data))
+        return Response(AccountSerializer(request.user).data)

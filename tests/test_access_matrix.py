@@ -1096,6 +1096,8 @@ CASES += [
         method="post",
     ),
     api("codebook import", "/api/codebooks/import/", signed_in(415), method="post"),
+    api("account", "/api/account/", signed_in(200)),
+    api("account: name", "/api/account/", signed_in(200), method="patch", data={"first_name": "A"}),
 ]
 
 HEALTH = "/health/"

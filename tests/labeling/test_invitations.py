@@ -164,3 +164,12 @@ def test_api_invites_lists_revokes_and_accepts(study, people):
     revoked = api.delete(f"/api/studies/demo/invitations/{second.json()['id']}/")
     assert revoked.status_code == 204
     assert mail.outbox == []
+
+
+def test_api_account_name(people):
+    api = APIClient()
+    api.force_login(people["annotator1"])
+    response = api.patch("/api/account/", {"first_name": "Grace"}, format="json")
+    assert response.status_code == 200 and response.json()["first_name"] == "Grace"
+    refused = api.patch("/api/account/", {"last_name": "\u202eevil"}, format="json")
+    assert refused.status_code == 400
