@@ -126,3 +126,15 @@ def api_token_touch(*, token: ApiToken) -> None:
         last_used_at=now
     )
     token.last_used_at = now
+
+
+def user_names_change(*, user: AbstractBaseUser, first_name: str, last_name: str) -> None:
+    """Change one's display name, checked and normalised by `common.names`."""
+    checked = {}
+    for field, value in (("first_name", first_name), ("last_name", last_name)):
+        try:
+            checked[field] = name_check(value, NameKind.DISPLAY_NAME) if value else ""
+        except InvalidName as error:
+            raise ApplicationError(f"The {error}.", extra={"field": field}) from None
+    user.first_name, user.last_name = checked["first_name"], checked["last_name"]
+    user.save(update_fields=["first_name", "last_name"])

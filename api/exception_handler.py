@@ -47,7 +47,9 @@ def _shape(code: str, message: str, details: Any, http_status: int) -> Response:
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, ConflictError):
-        return _shape("conflict", exc.message, exc.extra, status.HTTP_409_CONFLICT)
+        # A closed study is a lasting state, not a stale version: its own code says so.
+        code = "study_closed" if exc.extra.get("study_status") == "closed" else "conflict"
+        return _shape(code, exc.message, exc.extra, status.HTTP_409_CONFLICT)
     if isinstance(exc, PermissionDeniedError):
         return _shape("permission_denied", exc.message, exc.extra, status.HTTP_403_FORBIDDEN)
     if isinstance(exc, ApplicationError):

@@ -3,6 +3,7 @@ starting a run (managers), a run's full record with its prompt (managers), and t
 labels of one item under the blind rule of machines.selectors (a 404 for whoever may not see
 them yet). What each call does is decided in machines.services and machines.selectors."""
 
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
@@ -13,6 +14,7 @@ from rest_framework.response import Response
 from api.permissions import IsStudyManager, IsStudyMember, StudyLookup
 from api.resolutions import ERRORS, _item_id
 from api.serializers import StudySerializer
+from exports.machine_labels import machine_labels_csv
 from labeling.access import study_roles
 from labeling.models import StudyItem
 from machines.models import MachineAnnotator, MachineLabel, MachineRun
@@ -26,6 +28,7 @@ from machines.services import (
     classical_run_request,
     machine_annotator_get_or_create,
     machine_run_request,
+    machine_run_resume,
 )
 
 MANAGERS = [IsAuthenticated, IsStudyMember & IsStudyManager]
@@ -264,6 +267,48 @@ class StudyMachineViewSet(StudyLookup, viewsets.GenericViewSet):
         if run is None:
             raise NotFound("No such run.")
         return Response(MachineRunRecordSerializer(run).data)
+
+    @extend_schema(
+        request=None,
+        parameters=[RUN_ID],
+        responses={202: MachineRunSerializer, **ERRORS},
+        description="Queue a stopped run again: a failed or interrupted run, or one with failed "
+        "items. Only what it has not labeled yet is tried again (managers); a 400 for a run "
+        "that is queued, running under a live lease or finished without failures.",
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=r"machines/runs/(?P<run_id>[0-9]+)/resume",
+        permission_classes=MANAGERS,
+    )
+    def machine_run_resume(self, request, slug=None, run_id=None):
+        study = self.get_object()
+        run = study_machine_runs(study=study).filter(pk=_item_id(run_id)).first()
+        if run is None:
+            raise NotFound("No such run.")
+        run = machine_run_resume(run=run)
+        return Response(MachineRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        responses={(200, "text/csv"): OpenApiTypes.STR, 403: ERRORS[403], 404: ERRORS[404]},
+        description="The machine annotators' labels, apart from people's: CSV, one row per "
+        "machine label, naming the annotator's kind and its confidence's source (managers), as "
+        "the export page gives it. Each run's record is at machines/runs/{run_id}/.",
+    )
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="machines/export",
+        permission_classes=MANAGERS,
+    )
+    def machines_export(self, request, slug=None):
+        study = self.get_object()
+        response = HttpResponse(
+            machine_labels_csv(study=study), content_type="text/csv; charset=utf-8"
+        )
+        response["Content-Disposition"] = f'attachment; filename="{study.slug}-machine-labels.csv"'
+        return response
 
     @extend_schema(
         parameters=[ITEM_ID],

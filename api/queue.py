@@ -24,6 +24,7 @@ from api.upstream_changes import UpstreamChangeSerializer
 from corpus.models import Issue
 from labeling.access import assignment_get_for_annotator, study_can_label, study_roles
 from labeling.models import Assignment, StudyItem
+from labeling.pilot_gate import study_round_ids_held_back
 from labeling.selectors import (
     QUEUE_FILTERS,
     QueueProgress,
@@ -170,7 +171,10 @@ class StudyQueueViewSet(StudyLookup, viewsets.GenericViewSet):
         query = QueueQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         mine = queue_for_annotator(
-            study=study, user=request.user, status_filter=query.validated_data.get("status")
+            study=study,
+            user=request.user,
+            status_filter=query.validated_data.get("status"),
+            held_back=study_round_ids_held_back(study=study),
         )
         assignments = assignments_visible_to(request.user).filter(pk__in=mine.values("pk"))
         page = self.paginate_queryset(assignments.order_by("item_id"))

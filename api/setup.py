@@ -506,7 +506,7 @@ class StudySetupActions:
     def member(self, request, slug=None, username=None, role=None):
         study = self.get_object()
         user = _member(study, username, role)
-        moved = study_member_leave(study=study, user=user, role=role)
+        moved = study_member_leave(study=study, user=user, role=role, by=request.user)
         return Response(MovedSerializer({"moved": moved}).data)
 
     @extend_schema(
@@ -531,7 +531,7 @@ class StudySetupActions:
         body = ReassignSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         moved = annotator_open_items_reassign(
-            study=study, annotator=annotator, to=body.validated_data["to"]
+            study=study, annotator=annotator, to=body.validated_data["to"], by=request.user
         )
         return Response(MovedSerializer({"moved": moved}).data)
 

@@ -6,6 +6,8 @@ from api import views
 from api.assignments import AssignmentViewSet
 from api.codebooks import urlpatterns as codebook_urlpatterns
 from api.exports import ExportJobViewSet, StudyExportViewSet
+from api.imports import CodebookImportView
+from api.invitations import AccountView, InvitationAcceptView
 from api.machines import StudyMachineViewSet
 from api.queue import StudyQueueViewSet
 from api.sources import SourceViewSet, SyncRunViewSet
@@ -34,5 +36,8 @@ urlpatterns = [
         StudyExportViewSet.as_view({"get": "list", "post": "create"}),
         name="study-exports",
     ),
+    path("invitations/accept/", InvitationAcceptView.as_view(), name="invitation-accept"),
+    path("codebooks/import/", CodebookImportView.as_view(), name="codebook-import"),
+    path("account/", AccountView.as_view(), name="account"),
     path("", include(router.urls)),
 ]

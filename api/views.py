@@ -12,6 +12,9 @@ from rest_framework.response import Response
 from api.agreement import AgreementReportSerializer
 from api.assignments import AssignmentSerializer, assignments_visible_to
 from api.filters import IssueFilter
+from api.imports import StudyImportActions
+from api.invitations import StudyInvitationActions
+from api.lifecycle import StudyLifeActions, StudyRoundActions
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember, StudyLookup
 from api.report import StudyReportActions
 from api.resolutions import ERRORS, StudyResolutionActions
@@ -97,6 +100,10 @@ class StudyViewSet(
     StudySetupActions,
     StudyResolutionActions,
     StudyReportActions,
+    StudyLifeActions,
+    StudyRoundActions,
+    StudyInvitationActions,
+    StudyImportActions,
     viewsets.ReadOnlyModelViewSet,
 ):
     """Studies the user is a member of (all for a superuser), with their agreement report, the

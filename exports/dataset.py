@@ -47,6 +47,7 @@ from django.db.models.functions import Cast
 
 from corpus.models import LinkedFix
 from corpus.records import is_http_url
+from exports.activity import study_activity_rows
 from exports.formats import NOT_APPLICABLE, RAW_VERSION
 from labeling.models import Annotation, Assignment, Resolution, Round, Study, StudyItem
 from labeling.selectors import study_dimensions
@@ -83,6 +84,9 @@ class DatasetShape:
     study_settings: dict[str, Any]
     total: int
     annotator_names: dict[int, str] = field(default_factory=dict)  # user id -> exported name
+    # The study's activity log (exports.activity), oldest first; None in a pseudonymised export,
+    # whose people's names it would give away.
+    activity: list[dict[str, Any]] | None = None
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -92,6 +96,7 @@ class DatasetShape:
             "codebook": self.codebook,
             "sampling": self.sampling,
             "study_settings": self.study_settings,
+            **({"activity": self.activity} if self.activity is not None else {}),
         }
 
 
@@ -145,6 +150,7 @@ def dataset_shape(*, study: Study, raw: bool = False, pseudonymise: bool = False
             "rounds": rounds,
         },
         total=StudyItem.objects.filter(study=study).count(),
+        activity=None if pseudonymise else study_activity_rows(study=study),
     )
 
 

@@ -130,6 +130,7 @@ class _Target:
     categories: dict[tuple[int, str], Category]
     rounds: dict[str, Round]
     versions: dict[str, int]  # label -> id of the codebook's versions in this instance
+    status: str  # the study's status in the file, set once every row is stored
     seen: dict[tuple[str, str, int], int] = field(default_factory=dict)  # issue -> its place
 
 
@@ -188,6 +189,8 @@ def _restore(
         errors.append((0, "the file holds no rows"))
     if errors:
         raise DatasetRestoreError(errors)
+    if target.status != Study.Status.ACTIVE:
+        model_update(instance=target.study, fields=["status"], data={"status": target.status})
     return report
 
 
@@ -251,10 +254,12 @@ def _target_open(
                     target_kappa=spec["target_kappa"],
                     round=round_,
                 )
+        # The study stays open while its rows are stored (a closed study takes no labels);
+        # `_restore` closes it at the end when the file says it was closed.
         model_update(
             instance=study,
-            fields=["description", "overlap", "preassign", "status"],
-            data={key: settings[key] for key in ("description", "overlap", "preassign", "status")},
+            fields=["description", "overlap", "preassign"],
+            data={key: settings[key] for key in ("description", "overlap", "preassign")},
         )
     except (ApplicationError, ValidationError) as error:
         message = (
@@ -266,6 +271,7 @@ def _target_open(
     dimensions = {dimension.key: dimension for dimension in study_dimensions(study=study)}
     return _Target(
         study=study,
+        status=settings["status"],
         slug_in_file=slug_in_file,
         codebook=codebook,
         dimensions=dimensions,

@@ -487,18 +487,24 @@ class RoundStatus:
 
     round: Round
     kappa_by_dimension: dict[str, float | None]
-    target: float | None
-    failing: list[str]  # names of required dimensions whose mean kappa is below the target
+    target: float | None  # the round's target for every required dimension
+    failing: list[str]  # names of required dimensions whose headline kappa is below the target
     # Required dimensions that cannot be judged (name -> why): no mean kappa, or fewer than
     # MIN_ITEMS_FOR_KAPPA items. An undefined kappa is not a low one.
     undetermined: dict[str, str] = field(default_factory=dict)
     dimensions: dict[str, dict] = field(default_factory=dict)  # key -> kappa_summary
+    # Per required dimension (by name), the target it is held to: its own or the round's.
+    targets: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def has_target(self) -> bool:
+        return self.target is not None or bool(self.targets)
 
     @property
     def passed(self) -> bool | None:
         """True when every required dimension reached the target; False when one fell below
         it; None without a target, or when none fell below but some could not be judged."""
-        if self.target is None:
+        if not self.has_target:
             return None
         if self.failing:
             return False
@@ -506,7 +512,7 @@ class RoundStatus:
 
     @property
     def verdict(self) -> str:
-        if self.target is None:
+        if not self.has_target:
             return "no target"
         if self.failing:
             return "failed"
@@ -515,9 +521,14 @@ class RoundStatus:
     @property
     def wording(self) -> str:
         """The verdict in one line, the same on every page and download."""
-        if self.target is None:
+        if not self.has_target:
             return "no target"
-        target = f"target κ {self.target:.2f}"
+        if len(set(self.targets.values())) <= 1 and self.target is not None:
+            target = f"target κ {self.target:.2f}"
+        else:
+            target = "target κ " + ", ".join(
+                f"{name} {value:.2f}" for name, value in self.targets.items()
+            )
         if self.verdict == "passed":
             return f"{target} passed on every required dimension"
         parts = []
@@ -679,15 +690,23 @@ def _round_statuses_of_tables(
         dimensions = reports[round_.id]
         failing: list[str] = []
         undetermined: dict[str, str] = {}
-        if round_.target_kappa is not None:
-            for dimension in dimensions.values():
-                if not dimension["required"]:
-                    continue
-                reason = kappa_undetermined_reason(dimension)
-                if reason is not None:
-                    undetermined[dimension["name"]] = reason
-                elif dimension["cohen_kappa"]["mean"] < round_.target_kappa:
-                    failing.append(dimension["name"])
+        targets: dict[str, float] = {}
+        own_targets = round_.dimension_targets or {}
+        for key, dimension in dimensions.items():
+            target = own_targets.get(key, round_.target_kappa)
+            if not dimension["required"] or target is None:
+                continue
+            targets[dimension["name"]] = target
+            # Held against the headline κ (labeling.agreement.headline_of), the figure the
+            # report leads with: a weighted mean where pairs share different numbers of items.
+            headline = (dimension.get("headline") or {}).get("value")
+            reason = kappa_undetermined_reason(dimension)
+            if reason is None and headline is None:
+                reason = "no headline κ"
+            if reason is not None:
+                undetermined[dimension["name"]] = reason
+            elif headline < target:
+                failing.append(dimension["name"])
         statuses.append(
             RoundStatus(
                 round=round_,
@@ -697,6 +716,7 @@ def _round_statuses_of_tables(
                 target=round_.target_kappa,
                 failing=failing,
                 undetermined=undetermined,
+                targets=targets,
                 dimensions={key: kappa_summary(d) for key, d in dimensions.items()},
             )
         )

@@ -1,6 +1,7 @@
 """Who labels what: pure functions, no Django."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 
 def least_loaded_assignment(
@@ -21,3 +22,29 @@ def least_loaded_assignment(
             load[name] += 1
         plan.append(chosen)
     return plan
+
+
+@dataclass(frozen=True)
+class RoundGate:
+    """What the pilot gate needs to know of a round, in the study's order of rounds."""
+
+    round_id: int
+    is_pilot: bool
+    has_target: bool
+    passed: bool  # a pilot's verdict on its targets is "passed"
+    opened: bool  # a main round a manager opened, or that opened when its pilots passed
+
+
+def rounds_held_back(rounds: Sequence[RoundGate]) -> dict[int, list[int]]:
+    """The main rounds whose items are not handed out yet, each with the pilot rounds before it
+    that hold it back: pilots carrying a target that have not passed it. A main round opened
+    (by a manager, or once its pilots passed) is never held back; a pilot never is."""
+    held: dict[int, list[int]] = {}
+    blocking: list[int] = []
+    for round_ in rounds:
+        if round_.is_pilot:
+            if round_.has_target and not round_.passed:
+                blocking.append(round_.round_id)
+        elif blocking and not round_.opened:
+            held[round_.round_id] = list(blocking)
+    return held

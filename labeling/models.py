@@ -106,7 +106,17 @@ class Round(models.Model):
     name = models.CharField(max_length=100)
     position = models.PositiveSmallIntegerField(default=0)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.MAIN)
+    # The κ every required dimension must reach (its headline κ, labeling.agreement.headline_of),
+    # and per dimension key a target of its own that overrides it.
     target_kappa = models.FloatField(null=True, blank=True)
+    dimension_targets = models.JSONField(default=dict, blank=True)
+    # A main round after pilot rounds with targets hands out no item until they pass, or until a
+    # manager opens it anyway (why: gate_opened_reason, and the activity log). Set once open.
+    gate_opened_at = models.DateTimeField(null=True, blank=True)
+    gate_opened_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    gate_opened_reason = models.TextField(blank=True)
 
     class Meta:
         ordering = ["study", "position"]
@@ -444,3 +454,66 @@ class UpstreamChangeCheck(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} by {self.user} on {self.change}"
+
+
+class StudyEvent(models.Model):
+    """One act on a study, for its activity log: who did what, when and why. Kept as written:
+    the log is history, so an event is never changed or removed (a deleted user leaves the
+    event without its actor)."""
+
+    class Action(models.TextChoices):
+        CLOSED = "closed", "Closed the study"
+        REOPENED = "reopened", "Reopened the study"
+        MEMBER_ADDED = "member_added", "Gave a role"
+        MEMBER_REMOVED = "member_removed", "Took a role away"
+        ITEMS_REASSIGNED = "items_reassigned", "Handed an annotator's items on"
+        CODEBOOK_MOVED = "codebook_moved", "Moved to another codebook version"
+        ROUND_SAVED = "round_saved", "Set a round up"
+        GATE_OPENED = "gate_opened", "Opened a main round before its pilot passed"
+        GATE_PASSED = "gate_passed", "The pilot passed: a main round opened"
+        INVITED = "invited", "Invited someone"
+        INVITATION_REVOKED = "invitation_revoked", "Revoked an invitation"
+        INVITATION_ACCEPTED = "invitation_accepted", "Accepted an invitation"
+        ANNOTATIONS_IMPORTED = "annotations_imported", "Imported annotations from a file"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="events")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    action = models.CharField(max_length=30, choices=Action.choices)
+    reason = models.TextField(blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["study", "-at"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} ({self.study})"
+
+
+class Invitation(models.Model):
+    """A link that makes whoever opens it first a member of a study with a role, once, before it
+    expires. Only a hash of its token is stored: the link is shown (or mailed) once."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(max_length=12, choices=Membership.Role.choices)
+    email = models.EmailField(blank=True, help_text="where the link was mailed, if it was")
+    token_hash = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the token")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.role} of {self.study}"

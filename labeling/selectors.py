@@ -2,6 +2,7 @@
 labeling.access."""
 
 import copy
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -10,7 +11,7 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 from corpus.models import Issue, IssueComment, LinkedFix
 from corpus.selectors import issue_thread
 from labeling.access import study_list_visible_to
-from labeling.models import Annotation, Assignment, Study, StudyItem
+from labeling.models import Annotation, Assignment, Study, StudyEvent, StudyItem
 from taxonomy.models import Category, Dimension
 from taxonomy.selectors import dimensions_of_version
 
@@ -47,30 +48,40 @@ QUEUE_FILTERS = {
 
 
 def queue_for_annotator(
-    *, study: Study, user: AbstractBaseUser, status_filter: str | None = None
+    *,
+    study: Study,
+    user: AbstractBaseUser,
+    status_filter: str | None = None,
+    held_back: Collection[int] = (),
 ) -> QuerySet[Assignment]:
+    """The annotator's assignments in the study, by item; not those of rounds `held_back` by
+    the pilot gate (labeling.pilot_gate)."""
     assignments = Assignment.objects.filter(item__study=study, annotator=user).select_related(
         "item__issue__repository"
     )
+    if held_back:
+        assignments = assignments.exclude(item__round_id__in=held_back)
     if status_filter in QUEUE_FILTERS:
         assignments = assignments.filter(status__in=QUEUE_FILTERS[status_filter])
     return assignments.order_by("item_id")
 
 
-def assignment_held_next(*, study: Study, user: AbstractBaseUser) -> Assignment | None:
+def assignment_held_next(
+    *, study: Study, user: AbstractBaseUser, held_back: Collection[int] = ()
+) -> Assignment | None:
     """The annotator's own unfinished assignment to work on next (drafts, then to-do, oldest
-    item first), or None. Reads only: opening the next item by a link must not claim one."""
-    return (
-        Assignment.objects.filter(
-            item__study=study,
-            annotator=user,
-            status__in=[Assignment.Status.DRAFT, Assignment.Status.TODO],
-            # An item in resolution still waits for a tie-breaker's labels.
-            item__status__in=[StudyItem.Status.OPEN, StudyItem.Status.IN_RESOLUTION],
-        )
-        .order_by("status", "item_id")  # "draft" sorts before "todo"
-        .first()
+    item first), or None; none of the rounds `held_back` by the pilot gate. Reads only: opening
+    the next item by a link must not claim one."""
+    assignments = Assignment.objects.filter(
+        item__study=study,
+        annotator=user,
+        status__in=[Assignment.Status.DRAFT, Assignment.Status.TODO],
+        # An item in resolution still waits for a tie-breaker's labels.
+        item__status__in=[StudyItem.Status.OPEN, StudyItem.Status.IN_RESOLUTION],
     )
+    if held_back:
+        assignments = assignments.exclude(item__round_id__in=held_back)
+    return assignments.order_by("status", "item_id").first()  # "draft" sorts before "todo"
 
 
 def queue_progress(*, study: Study, user: AbstractBaseUser) -> QueueProgress:
@@ -168,3 +179,21 @@ def assignment_dimensions(*, assignment: Assignment, study: Study) -> list[Dimen
         }
         shown.append(as_asked)
     return shown
+
+
+def study_event_list(*, study: Study, limit: int | None = None) -> QuerySet[StudyEvent]:
+    """The study's activity log, newest first, with each act's actor."""
+    events = StudyEvent.objects.filter(study=study).select_related("actor").order_by("-at", "-id")
+    return events[:limit] if limit is not None else events
+
+
+def study_event_data(event: StudyEvent) -> dict:
+    """One act of the log as plain data (the API, the export)."""
+    return {
+        "at": event.at.isoformat(),
+        "actor": event.actor.get_username() if event.actor is not None else None,
+        "action": event.action,
+        "what": event.get_action_display(),
+        "reason": event.reason,
+        "details": event.details,
+    }

@@ -5,8 +5,17 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 # The sign-in pages, the admin (its own login), static files, the favicon browsers ask for before
 # anyone signs in, and the health probe that a load balancer calls without a session
-# (tests/deploy/test_health.py).
-PUBLIC_PREFIXES = ("accounts/", "admin/", "static/", "health/", "favicon.ico")
+# (tests/deploy/test_health.py), and an invitation's link and its API, whose token is the
+# credential (tests/labeling/test_invitations.py).
+PUBLIC_PREFIXES = (
+    "accounts/",
+    "admin/",
+    "static/",
+    "health/",
+    "favicon.ico",
+    "invitations/",
+    "api/invitations/accept/",
+)
 
 
 def all_routes() -> list[str]:

@@ -36,6 +36,7 @@ from exports.services import export_job_run
 from ingest.dispatch import sync_request
 from ingest.sources import source_create
 from labeling.models import Assignment
+from labeling.services.invitations import invitation_create
 from labeling.services.studies import study_create
 from taxonomy.codebook_file import codebook_file_read
 from taxonomy.drafts import codebook_draft_create
@@ -71,6 +72,9 @@ class World:
     manager_token_id: int  # the demo manager's API token
     source_id: int
     sync_run_id: int
+    demo_round_id: int
+    other_round_id: int
+    demo_invitation_id: int
 
 
 def _world_build() -> tuple[World, dict[str, Any]]:
@@ -151,6 +155,11 @@ def _world_build() -> tuple[World, dict[str, Any]]:
             manager_token_id=token.id,
             source_id=source.id,
             sync_run_id=sync_request(source=source, requested_by=users["manager"]).id,
+            demo_round_id=demo.rounds.get().id,
+            other_round_id=other.rounds.get().id,
+            demo_invitation_id=invitation_create(
+                study=demo, by=users["manager"], role="annotator"
+            ).invitation.id,
         ),
         users,
     )
@@ -434,6 +443,13 @@ CASES = [
         data={},
     ),
     api("machine run: none such", "/api/studies/demo/machines/runs/999999/", managers(404)),
+    api(
+        "machine run: resume none such",
+        "/api/studies/demo/machines/runs/999999/resume/",
+        managers(404),
+        method="post",
+    ),
+    api("machine labels export", "/api/studies/demo/machines/export/", managers(200)),
     api(
         "machine annotator: a scikit-learn run",
         "/api/studies/demo/machines/classical/",
@@ -999,6 +1015,118 @@ CASES += [
     ),
 ]
 
+# A study's life: closing, reopening, the activity log.
+CASES += [
+    page(
+        "study: close",
+        "/studies/demo/status/",
+        managers(302),
+        method="post",
+        data={"action": "close", "reason": "finished"},
+    ),
+    page("study activity log", "/studies/demo/activity/", overseers(200)),
+    page("study activity log download", "/studies/demo/export/activity/", managers(200)),
+    api(
+        "study: close",
+        "/api/studies/demo/close/",
+        managers(200),
+        method="post",
+        data={"reason": "finished"},
+    ),
+    api(
+        "study: reopen",
+        "/api/studies/demo/reopen/",
+        managers(400),  # reaches the service: the study is open already
+        method="post",
+        data={"reason": "more items"},
+    ),
+    api("study activity log", "/api/studies/demo/activity/", overseers(200)),
+    page("study rounds", "/studies/demo/rounds/", managers(200)),
+    page(
+        "study rounds: targets",
+        "/studies/demo/rounds/",
+        managers(302),
+        method="post",
+        data={"action": "targets", "round": "{demo_round_id}", "target_kappa": "0.6"},
+    ),
+    api("study rounds", "/api/studies/demo/rounds/", overseers(200)),
+    api(
+        "round targets",
+        "/api/studies/demo/rounds/{demo_round_id}/targets/",
+        managers(200),
+        method="post",
+        data={"target_kappa": 0.6},
+    ),
+    api(
+        "round targets: another study's round under demo's slug",
+        "/api/studies/demo/rounds/{other_round_id}/targets/",
+        {**managers(404), "annotator": 403, "adjudicator": 403},
+        method="post",
+        data={"target_kappa": 0.6},
+    ),
+    api(
+        "round open",
+        "/api/studies/demo/rounds/{demo_round_id}/open/",
+        managers(400),  # reaches the service: no pilot holds it back
+        method="post",
+        data={"reason": "deadline"},
+    ),
+]
+
+# People: invitations, accepting one, one's account.
+CASES += [
+    page("study invitations", "/studies/demo/invitations/", managers(200)),
+    page(
+        "study invitations: invite",
+        "/studies/demo/invitations/",
+        managers(200),  # the answer shows the new link once
+        method="post",
+        data={"action": "invite", "role": "annotator"},
+    ),
+    public("invitation page: unknown link", "/invitations/not-a-token/", 410),
+    public("invitation page: accept an unknown link", "/invitations/not-a-token/", 410, "post"),
+    page("account", "/account/", signed_in(200)),
+    page("account: name", "/account/", signed_in(302), method="post", data={"first_name": "Ada"}),
+    api("study invitations", "/api/studies/demo/invitations/", managers(200)),
+    api(
+        "study invitations: invite",
+        "/api/studies/demo/invitations/",
+        managers(201),
+        method="post",
+        data={"role": "adjudicator"},
+    ),
+    api(
+        "study invitation: withdraw",
+        "/api/studies/demo/invitations/{demo_invitation_id}/",
+        managers(204),
+        method="delete",
+    ),
+    Case(
+        "API invitation accept: an unknown token",
+        "post",
+        "/api/invitations/accept/",
+        dict.fromkeys(ROLES, 400),  # no sign-in needed: the token is the credential
+        {"token": "not-a-token", "username": "guess", "password": PASSWORD},
+    ),
+]
+
+# Uploads: an annotation CSV into a study, a codebook file. The API routes take multipart only:
+# the matrix's JSON body reaches the parser (415) once the role is allowed.
+CASES += [
+    page("study import", "/studies/demo/import/", managers(200)),
+    page("study import: upload", "/studies/demo/import/", managers(400), method="post"),
+    page("codebook import", "/codebooks/import/", signed_in(200)),
+    page("codebook import: upload", "/codebooks/import/", signed_in(400), method="post"),
+    api(
+        "study annotation import",
+        "/api/studies/demo/annotation-import/",
+        managers(415),
+        method="post",
+    ),
+    api("codebook import", "/api/codebooks/import/", signed_in(415), method="post"),
+    api("account", "/api/account/", signed_in(200)),
+    api("account: name", "/api/account/", signed_in(200), method="patch", data={"first_name": "A"}),
+]
 
 HEALTH = "/health/"
 

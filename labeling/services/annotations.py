@@ -17,6 +17,7 @@ from corpus.models import Issue
 from labeling.annotation_import import AnnotationRow
 from labeling.models import Annotation, AnnotationRevision, Assignment, Membership, Study, StudyItem
 from labeling.selectors import assignment_annotations, study_dimensions
+from labeling.services.lifecycle import study_check_open
 from labeling.services.resolutions import item_resolution_update
 from labeling.services.studies import study_items_add, study_member_add
 from labeling.services.upstream_changes import item_upstream_resubmitted
@@ -126,6 +127,7 @@ def _assignment_write(
             .get(pk=assignment.pk)
         )
     study = assignment.item.study
+    study_check_open(study_id=study.pk)
     existing = assignment_annotations(assignment=assignment)
     flagged = {dimension_id for dimension_id, a in existing.items() if a.needs_review_since}
     _check_can_edit(assignment=assignment, user=user, rechecking=bool(flagged))
@@ -507,6 +509,7 @@ def assignment_skip(*, assignment: Assignment, user: AbstractBaseUser, reason: s
         .get(pk=assignment.pk)
     )
     _check_can_edit(assignment=assignment, user=user)
+    study_check_open(study_id=assignment.item.study_id)
     reason = strip_nul(reason or "").strip()
     if not reason:
         raise ApplicationError("Say why you skip this item.")
@@ -551,6 +554,7 @@ def annotations_import(
     or an invisible formatting character, or one not in its normal form, is an error, never
     matched to a user whose name looks the same.
     """
+    study_check_open(study_id=study.pk)
     User = get_user_model()
     errors: list[tuple[int, str]] = []
     dimensions = {d.key: d for d in study_dimensions(study=study)}

@@ -27,7 +27,9 @@ from labeling.models import (
     ResolutionRevision,
     Study,
     StudyCodebookChange,
+    StudyEvent,
 )
+from labeling.services.lifecycle import study_check_open, study_event_record
 from taxonomy.diff import MERGE, REMOVE, SPLIT, CategoryFate, version_mapping
 from taxonomy.models import Category, CodebookVersion, Dimension
 
@@ -60,6 +62,7 @@ def study_codebook_migrate(
     )
     if by is not None and not study_can_change_codebook(study=study, user=by):
         raise PermissionDeniedError("Only the study's managers move it to another version.")
+    study_check_open(study_id=study.pk)
     from_version = study.codebook_version
     to_version = CodebookVersion.objects.select_related("codebook").get(pk=to_version.pk)
     if not to_version.is_published:
@@ -184,6 +187,12 @@ def study_codebook_migrate(
 
     study.codebook_version = to_version
     study.save(update_fields=["codebook_version", "updated_at"])
+    study_event_record(
+        study=study,
+        actor=by,
+        action=StudyEvent.Action.CODEBOOK_MOVED,
+        details={"from": from_version.label, "to": to_version.label, "counts": dict(counts)},
+    )
     return StudyCodebookChange.objects.create(
         study=study,
         from_version=from_version,

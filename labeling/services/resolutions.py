@@ -41,6 +41,7 @@ from labeling.models import (
 )
 from labeling.resolution_rules import DimensionOutcome, DimensionState, Relabel, relabel_plan
 from labeling.selectors import study_dimensions
+from labeling.services.lifecycle import study_check_open
 from taxonomy.models import Category, Dimension
 from taxonomy.selectors import categories_by_key
 
@@ -125,6 +126,7 @@ def resolution_decide(
     )
     if not item_can_resolve(roles=study_roles(study=item.study, user=user)):
         raise PermissionDeniedError("Only the study's adjudicators and managers resolve items.")
+    study_check_open(study_id=item.study_id)
     if item.status == StudyItem.Status.OPEN:
         raise ApplicationError(
             "This item is still being labeled: it can be resolved once every annotator submitted."
@@ -382,6 +384,7 @@ def discussion_comment_add(
             "The discussion of an item is for its adjudicators, its managers and the annotators "
             "who submitted it."
         )
+    study_check_open(study_id=item.study_id)
     text = strip_nul(body or "").strip()
     if not text:
         raise ApplicationError("Write something to add to the discussion.")
@@ -402,6 +405,7 @@ def item_tiebreaker_request(
         raise PermissionDeniedError(
             "Only the study's adjudicators and managers ask for more labels."
         )
+    study_check_open(study_id=item.study_id)
     if item.status != StudyItem.Status.IN_RESOLUTION:
         raise ApplicationError("Only an item in resolution takes a tie-breaker.")
     candidates = tiebreaker_candidates(item=item)

@@ -18,8 +18,9 @@ from common.exceptions import ApplicationError
 from corpus.models import Issue
 from corpus.selectors import IssueSelection, SelectedIssue, issue_selection
 from labeling.access import item_blind_annotators
-from labeling.models import Assignment, Membership, Round, Study
+from labeling.models import Assignment, Membership, Round, Study, StudyEvent
 from labeling.sampling import ALGORITHM, Candidate, rounds_split, sample
+from labeling.services.lifecycle import study_check_open, study_event_record
 from labeling.services.studies import (
     items_assign,
     study_annotators,
@@ -219,24 +220,46 @@ def study_setup(
 # Who labels, while the study runs
 
 
-def study_member_join(*, study: Study, user: AbstractBaseUser, role: str) -> int | None:
+@transaction.atomic
+def study_member_join(
+    *, study: Study, user: AbstractBaseUser, role: str, by: AbstractBaseUser | None = None
+) -> int | None:
     """Give the user a role in the study. An annotator gets their share of the work at once
     (`annotator_add`: how many assignments, returned); a manager or adjudicator only the role
-    (None)."""
+    (None). The activity log records it, by `by` (None: the operator)."""
+    assigned = None
     if role == Membership.Role.ANNOTATOR:
-        return annotator_add(study=study, user=user)
-    study_member_add(study=study, user=user, role=role)
-    return None
+        assigned = annotator_add(study=study, user=user)
+    else:
+        study_member_add(study=study, user=user, role=role)
+    details = {"username": user.get_username(), "role": role}
+    if assigned is not None:
+        details["assigned"] = assigned
+    study_event_record(
+        study=study, actor=by, action=StudyEvent.Action.MEMBER_ADDED, details=details
+    )
+    return assigned
 
 
-def study_member_leave(*, study: Study, user: AbstractBaseUser, role: str) -> int:
+@transaction.atomic
+def study_member_leave(
+    *, study: Study, user: AbstractBaseUser, role: str, by: AbstractBaseUser | None = None
+) -> int:
     """Take a role away: an annotator's unfinished items go to the others and their submitted
     labels stay (`annotator_remove`: how many items moved); a manager or adjudicator loses the
-    role, never the study's last manager (0 moved)."""
+    role, never the study's last manager (0 moved). The activity log records it."""
+    moved = 0
     if role == Membership.Role.ANNOTATOR:
-        return annotator_remove(study=study, user=user)
-    study_member_remove(study=study, user=user, role=role)
-    return 0
+        moved = annotator_remove(study=study, user=user)
+    else:
+        study_member_remove(study=study, user=user, role=role)
+    study_event_record(
+        study=study,
+        actor=by,
+        action=StudyEvent.Action.MEMBER_REMOVED,
+        details={"username": user.get_username(), "role": role, "moved": moved},
+    )
+    return moved
 
 
 @transaction.atomic
@@ -245,6 +268,7 @@ def annotator_add(*, study: Study, user: AbstractBaseUser) -> int:
     their share of the work: items that still need annotators, then to-do items taken over from
     the most loaded annotators (never an item they hold already). Returns how many assignments
     they got."""
+    study_check_open(study_id=study.pk)
     Membership.objects.get_or_create(study=study, user=user, role=Membership.Role.ANNOTATOR)
     if not study.preassign:
         return 0  # they claim items as they ask for the next one
@@ -263,6 +287,7 @@ def annotator_add(*, study: Study, user: AbstractBaseUser) -> int:
 def study_workload_rebalance(*, study: Study) -> int:
     """Move not-yet-started assignments from the annotators with the most open work to those
     with the least, until they differ by at most one. Returns how many moved."""
+    study_check_open(study_id=study.pk)
     annotators = study_annotators(study=study)
     if len(annotators) < 2:
         return 0
@@ -322,12 +347,17 @@ def _open_loads(study: Study) -> dict[int, int]:
 
 @transaction.atomic
 def annotator_open_items_reassign(
-    *, study: Study, annotator: AbstractBaseUser, to: AbstractBaseUser | None = None
+    *,
+    study: Study,
+    annotator: AbstractBaseUser,
+    to: AbstractBaseUser | None = None,
+    by: AbstractBaseUser | None = None,
 ) -> int:
     """Hand an annotator's unfinished items (to do and drafts) to others: `to`, or the least
     loaded annotators who do not hold the item. A to-do assignment changes hands; a draft stays
     as it was, marked skipped with the reason, so its labels remain in the history, and the item
     gets a new assignment. Submitted work is never touched. Returns how many items moved."""
+    study_check_open(study_id=study.pk)
     unfinished = list(
         Assignment.objects.filter(
             item__study=study,
@@ -376,6 +406,17 @@ def annotator_open_items_reassign(
                 dimension_keys=assignment.dimension_keys,
             )
         moved += 1
+    if by is not None:  # an act of a manager; a departure is logged as one (study_member_leave)
+        study_event_record(
+            study=study,
+            actor=by,
+            action=StudyEvent.Action.ITEMS_REASSIGNED,
+            details={
+                "username": annotator.get_username(),
+                "to": to.get_username() if to is not None else None,
+                "moved": moved,
+            },
+        )
     return moved
 
 
@@ -383,6 +424,7 @@ def annotator_open_items_reassign(
 def annotator_remove(*, study: Study, user: AbstractBaseUser) -> int:
     """Take the user off the study's annotators: their unfinished items go to the others, their
     submitted labels stay (they count in agreement and resolution). Returns items handed on."""
+    study_check_open(study_id=study.pk)
     membership = Membership.objects.filter(
         study=study, user=user, role=Membership.Role.ANNOTATOR
     ).first()

@@ -1,6 +1,6 @@
 """Writes to studies: creation, membership, items and assignments."""
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -14,6 +14,8 @@ from labeling.assignment import least_loaded_assignment
 from labeling.models import Assignment, Membership, Round, Study, StudyItem
 from labeling.sampling import Candidate, overlap_references
 from labeling.selectors import assignment_held_next
+from labeling.services.lifecycle import study_check_open
+from labeling.services.pilot_gate import study_rounds_held_back
 from taxonomy.models import CodebookVersion
 
 User = get_user_model()
@@ -162,6 +164,7 @@ def study_items_add(
     """Add issues (not pull requests, not already in the study) to a round and, with `assign`,
     give each to the annotators it needs: k for the study's overlap share of the items (chosen
     by the study's seed), one for the rest; the least loaded annotators first."""
+    study_check_open(study_id=study.pk)
     round = round or study.rounds.order_by("-position").first()
     already = set(study.items.values_list("issue_id", flat=True))
     new_issues = [i for i in issues if not i.is_pull_request and i.id not in already]
@@ -239,7 +242,9 @@ def items_assign(
 CLAIM_CANDIDATES = 50
 
 
-def item_claim_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignment | None:
+def item_claim_for_annotator(
+    *, study: Study, user: AbstractBaseUser, held_back: Collection[int] = ()
+) -> Assignment | None:
     """Claim an open item that still needs annotators: least-annotated first, never one the user
     already has. Rows are locked with SKIP LOCKED, so two annotators asking at once get different
     items. Must run inside a transaction.
@@ -251,6 +256,8 @@ def item_claim_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignm
     open_items = StudyItem.objects.filter(
         study=study, status=StudyItem.Status.OPEN, issue__is_pull_request=False
     )
+    if held_back:  # rounds that wait for their pilot (labeling.pilot_gate)
+        open_items = open_items.exclude(round_id__in=held_back)
     # Items nobody holds come first in the order below (fewest annotators, then id). Asked for
     # alone they cost an index walk that stops at the 50th; counting every open item's
     # annotators costs a pass over the whole study at every claim.
@@ -303,11 +310,14 @@ def _claim_first_free(candidate_ids: QuerySet, *, user: AbstractBaseUser) -> Ass
 def item_next_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignment | None:
     """The assignment the annotator should work on next: their own unfinished ones first (drafts,
     then to-do, oldest item first), else a newly claimed item that still needs annotators.
-    None when there is nothing left. The reason for the choice is kept on the assignment.
+    None when there is nothing left. The reason for the choice is kept on the assignment. A
+    closed study gives nothing; a main round that waits for its pilot (labeling.pilot_gate)
+    gives none of its items.
     """
-    own = assignment_held_next(study=study, user=user)
+    if study.status != Study.Status.ACTIVE:
+        return None  # a closed study gives out nothing, not even what one holds
+    held_back = study_rounds_held_back(study=study)
+    own = assignment_held_next(study=study, user=user, held_back=held_back)
     if own is not None:
         return own
-    if study.status != Study.Status.ACTIVE:
-        return None
-    return item_claim_for_annotator(study=study, user=user)
+    return item_claim_for_annotator(study=study, user=user, held_back=held_back)

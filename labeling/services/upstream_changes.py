@@ -14,6 +14,7 @@ from common.exceptions import ApplicationError, PermissionDeniedError
 from corpus.models import Issue, IssueComment
 from labeling.access import MANAGER, study_roles
 from labeling.models import Assignment, StudyItem, UpstreamChange, UpstreamChangeCheck
+from labeling.services.lifecycle import study_check_open
 from labeling.upstream_changes import LABELED, upstream_change_waiting_for
 
 MAX_REVIEW_NOTE = 2000
@@ -95,6 +96,7 @@ def item_upstream_review(
     item = StudyItem.objects.select_for_update(of=("self",)).select_related("study").get(pk=item.pk)
     if MANAGER not in study_roles(study=item.study, user=user):
         raise PermissionDeniedError("Only the study's managers confirm labels after a change.")
+    study_check_open(study_id=item.study_id)
     note = note.strip()
     if len(note) > MAX_REVIEW_NOTE:
         raise ApplicationError(

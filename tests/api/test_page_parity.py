@@ -99,6 +99,43 @@ PAGES: dict[str, list[str]] = {
         "DELETE /api/sources/{id}/",
         "GET /api/sync-runs/{id}/",
     ],
+    # Machine annotators (docs/machines.md).
+    "study_machines": [
+        "GET /api/studies/{slug}/machines/",
+        "POST /api/studies/{slug}/machines/",
+        "POST /api/studies/{slug}/machines/classical/",
+    ],
+    "machine_run": [
+        "GET /api/studies/{slug}/machines/runs/{run_id}/",
+        "POST /api/studies/{slug}/machines/runs/{run_id}/resume/",
+    ],
+    "study_export_machines": [
+        "GET /api/studies/{slug}/machines/export/",
+        "GET /api/studies/{slug}/machines/",
+    ],
+    # A study's life (docs/study-life.md): closing, the activity log, the pilot gate,
+    # invitations, one's account, uploads.
+    "study_status_change": [
+        "POST /api/studies/{slug}/close/",
+        "POST /api/studies/{slug}/reopen/",
+    ],
+    "study_activity": ["GET /api/studies/{slug}/activity/"],
+    "study_activity_download": ["GET /api/studies/{slug}/activity/"],
+    "study_rounds": [
+        "GET /api/studies/{slug}/rounds/",
+        "POST /api/studies/{slug}/rounds/{round_id}/targets/",
+        "POST /api/studies/{slug}/rounds/{round_id}/open/",
+    ],
+    "study_invitations": [
+        "GET /api/studies/{slug}/invitations/",
+        "POST /api/studies/{slug}/invitations/",
+        "DELETE /api/studies/{slug}/invitations/{invitation_id}/",
+        "GET /api/studies/{slug}/members/",
+    ],
+    "invitation_open": ["POST /api/invitations/accept/"],
+    "account": ["GET /api/account/", "PATCH /api/account/"],
+    "study_import": ["POST /api/studies/{slug}/annotation-import/"],
+    "codebook_import": ["POST /api/codebooks/import/"],
     # The account's API tokens.
     "account_tokens": ["GET /api/tokens/", "POST /api/tokens/", "DELETE /api/tokens/{id}/"],
 }

@@ -1,7 +1,9 @@
 """Saving labels locks the assignment row and nothing else (PostgreSQL).
 
 A lock on the study or codebook version row would make every save of a study wait for the one
-before it: with many annotators at work, saves would queue on a single row.
+before it: with many annotators at work, saves would queue on a single row. A save holds only a
+KEY SHARE lock on its study (labeling.services.lifecycle.study_check_open), which other saves
+and any update of the study share; only closing the study (FOR UPDATE) waits for it.
 """
 
 import threading
@@ -16,11 +18,12 @@ from taxonomy.models import CodebookVersion
 from tests.conftest import require_postgres
 
 
-def _lockable_without_waiting(model, pk) -> bool:
-    """Whether another connection can lock the row at once (NOWAIT fails when it is held)."""
+def _lockable_without_waiting(model, pk, *, no_key: bool = False) -> bool:
+    """Whether another connection can lock the row at once (NOWAIT fails when it is held);
+    `no_key`: FOR NO KEY UPDATE, the lock an UPDATE of the row takes."""
     try:
         with transaction.atomic():
-            model.objects.select_for_update(nowait=True).get(pk=pk)
+            model.objects.select_for_update(nowait=True, no_key=no_key).get(pk=pk)
         return True
     except DatabaseError:
         return False
@@ -58,15 +61,16 @@ def test_a_save_in_progress_locks_only_its_assignment(study, people):
     try:
         assert saved.wait(timeout=30)
         results = {}
-        for name, model, pk in [
-            ("own assignment", Assignment, assignment.pk),
-            ("other assignment", Assignment, other.pk),
-            ("study", Study, study.pk),
-            ("codebook version", CodebookVersion, study.codebook_version_id),
+        for name, model, pk, no_key in [
+            ("own assignment", Assignment, assignment.pk, False),
+            ("other assignment", Assignment, other.pk, False),
+            ("study", Study, study.pk, True),
+            ("closing the study", Study, study.pk, False),
+            ("codebook version", CodebookVersion, study.codebook_version_id, False),
         ]:
             checker = threading.Thread(
-                target=lambda n=name, m=model, p=pk: results.__setitem__(
-                    n, _lockable_without_waiting(m, p)
+                target=lambda n=name, m=model, p=pk, k=no_key: results.__setitem__(
+                    n, _lockable_without_waiting(m, p, no_key=k)
                 )
             )
             checker.start()
@@ -79,5 +83,6 @@ def test_a_save_in_progress_locks_only_its_assignment(study, people):
         "own assignment": False,
         "other assignment": True,
         "study": True,
+        "closing the study": False,
         "codebook version": True,
     }

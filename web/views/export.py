@@ -14,6 +14,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from common.exceptions import ApplicationError
+from exports.activity import CONTENT_TYPE as ACTIVITY_CONTENT_TYPE
+from exports.activity import study_activity_filename, study_activity_lines
 from exports.formats import CONTENT_TYPES
 from exports.jobs import export_job_start
 from exports.machine_labels import machine_labels_csv, machine_runs_json
@@ -105,6 +107,18 @@ def export_job_download(request: HttpRequest, slug: str, job_id: int) -> FileRes
         filename=job.filename,
         content_type=CONTENT_TYPES[job.format],
     )
+
+
+@login_required
+@require_GET
+def study_activity_download(request: HttpRequest, slug: str) -> HttpResponse:
+    """The study's activity log as JSON Lines (exports.activity)."""
+    study = _study_for_export(request, slug)
+    response = StreamingHttpResponse(
+        study_activity_lines(study=study), content_type=ACTIVITY_CONTENT_TYPE
+    )
+    response["Content-Disposition"] = f'attachment; filename="{study_activity_filename(study)}"'
+    return response
 
 
 @login_required

@@ -174,7 +174,7 @@ def study_members(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _member_add(request: HttpRequest, study: Study, form: MemberAddForm) -> None:
     user, role = form.cleaned_data["username"], form.cleaned_data["role"]
-    got = study_member_join(study=study, user=user, role=role)
+    got = study_member_join(study=study, user=user, role=role, by=request.user)
     if got is not None:
         if study.preassign:
             share = f"got {got} assignment{'s' if got != 1 else ''}"
@@ -200,7 +200,7 @@ def _role_remove(request: HttpRequest, study: Study) -> None:
     )
     if membership is None:
         raise ApplicationError("Choose a manager or an adjudicator of this study.")
-    study_member_leave(study=study, user=membership.user, role=role)
+    study_member_leave(study=study, user=membership.user, role=role, by=request.user)
     messages.success(request, f"{membership.user.get_username()} is no longer {role}.")
 
 
@@ -216,7 +216,9 @@ def _annotator_change(request: HttpRequest, study: Study, action: str) -> None:
         raise ApplicationError("Choose an annotator of this study.")
     name = annotator.get_username()
     if action == "remove":
-        moved = study_member_leave(study=study, user=annotator, role=Membership.Role.ANNOTATOR)
+        moved = study_member_leave(
+            study=study, user=annotator, role=Membership.Role.ANNOTATOR, by=request.user
+        )
         messages.success(
             request,
             f"{name} no longer annotates this study: {moved} unfinished "
@@ -230,7 +232,7 @@ def _annotator_change(request: HttpRequest, study: Study, action: str) -> None:
         to = annotators.get(to_id) or get_user_model().objects.filter(pk=to_id).first()
         if to is None:
             raise ApplicationError("Choose another annotator of this study.")
-    moved = annotator_open_items_reassign(study=study, annotator=annotator, to=to)
+    moved = annotator_open_items_reassign(study=study, annotator=annotator, to=to, by=request.user)
     target = to.get_username() if to else "the least loaded annotators"
     messages.success(
         request, f"{moved} unfinished item{'s' if moved != 1 else ''} of {name} went to {target}."

@@ -32,6 +32,7 @@ from labeling.dashboard import (
 )
 from labeling.disagreements import discussion_of, item_gold_list
 from labeling.models import Assignment, Study, StudyItem
+from labeling.pilot_gate import study_gate_states, study_round_ids_held_back
 from labeling.rereview import assignment_has_recheck
 from labeling.selectors import (
     QUEUE_FILTERS,
@@ -39,6 +40,7 @@ from labeling.selectors import (
     labeling_page,
     queue_for_annotator,
     queue_progress,
+    study_event_list,
     study_list_for_user,
     study_overview_counts,
 )
@@ -105,7 +107,8 @@ def study_overview(request: HttpRequest, slug: str) -> HttpResponse:
     if oversees:
         # The dashboard: for those who run the study. Annotators keep to their own queue.
         rounds = study_round_progress(study=study)
-        statuses = {status.round.name: status for status in study_round_statuses(study=study)}
+        round_statuses = study_round_statuses(study=study)
+        statuses = {status.round.name: status for status in round_statuses}
         for round_ in rounds:
             round_["status"] = statuses.get(round_["name"])
             round_["percent"] = (
@@ -118,6 +121,8 @@ def study_overview(request: HttpRequest, slug: str) -> HttpResponse:
             "round_progress": rounds,
             "changed_upstream": study_changed_upstream(study=study),
             "sampling_words": sampling_in_words(study.sampling),
+            "recent_events": study_event_list(study=study, limit=10),
+            "gates": study_gate_states(study=study, statuses=round_statuses),
         }
     return render(request, "web/study_overview.html", context)
 
@@ -132,7 +137,10 @@ def queue(request: HttpRequest, slug: str) -> HttpResponse:
         "oversees": study_can_see_agreement(roles=roles),
         "manages": MANAGER in roles,
         "assignments": queue_for_annotator(
-            study=study, user=request.user, status_filter=status_filter
+            study=study,
+            user=request.user,
+            status_filter=status_filter,
+            held_back=study_round_ids_held_back(study=study),
         ),
         "progress": queue_progress(study=study, user=request.user),
         "filters": list(QUEUE_FILTERS),
@@ -152,7 +160,9 @@ def next_item(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("study_overview", slug=study.slug)
     if request.method == "POST":
         return _open_next(request, study)
-    held = assignment_held_next(study=study, user=request.user)
+    held = assignment_held_next(
+        study=study, user=request.user, held_back=study_round_ids_held_back(study=study)
+    )
     if held is not None:
         return redirect("label_item", slug=study.slug, item_id=held.item_id)
     context = {"study": study, "oversees": study_can_see_agreement(roles=roles)}

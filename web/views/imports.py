@@ -1,0 +1,118 @@
+"""Uploading files in the product: an annotation CSV into a study (/studies/{slug}/import/) and
+a codebook file (/codebooks/import/). Thin: labeling.services.imports reads and checks them with
+the commands' own functions."""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from common.exceptions import ApplicationError
+from labeling.access import MANAGER
+from labeling.services.imports import (
+    ANNOTATION_FILE_MAX_BYTES,
+    CODEBOOK_FILE_MAX_BYTES,
+    codebook_upload,
+    study_annotations_upload,
+)
+from web.views.studies import study_or_404
+
+
+class AnnotationUploadForm(forms.Form):
+    file = forms.FileField(label="Annotation file (CSV: issue,annotator,dimension,labels)")
+    create_users = forms.BooleanField(
+        required=False, label="Create unknown annotators as inactive accounts"
+    )
+
+
+class CodebookUploadForm(forms.Form):
+    file = forms.FileField(label="Codebook file (JSON, or YAML named .yaml/.yml)")
+
+
+def _read(upload, limit: int) -> bytes:
+    """The upload's bytes; a file over `limit` is refused unread, in the readers' words."""
+    if upload.size > limit:
+        raise ApplicationError(f"file is larger than {limit} bytes; nothing was imported.")
+    return upload.read()
+
+
+def _problems(error: ApplicationError) -> list[str]:
+    problems = error.extra.get("errors") or []
+    return [
+        f"line {problem[0]}: {problem[1]}" if isinstance(problem, list | tuple) else str(problem)
+        for problem in problems
+    ]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def study_import(request: HttpRequest, slug: str) -> HttpResponse:
+    study, roles = study_or_404(request, slug)
+    if MANAGER not in roles:
+        raise PermissionDenied("Imports are for the study's managers.")
+    form = AnnotationUploadForm(request.POST or None, request.FILES or None)
+    problems: list[str] = []
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                report = study_annotations_upload(
+                    study=study,
+                    user=request.user,
+                    content=_read(form.cleaned_data["file"], ANNOTATION_FILE_MAX_BYTES),
+                    create_users=form.cleaned_data["create_users"],
+                )
+            except ApplicationError as error:
+                messages.error(request, error.message)
+                problems = _problems(error)
+            else:
+                messages.success(
+                    request,
+                    f"{report.annotations_written} annotations from {report.rows} rows; "
+                    f"{report.items_added} issues added to {study.slug}; "
+                    f"{report.users_created} inactive accounts created.",
+                )
+                return redirect("study_import", slug=study.slug)
+        status = 400
+    context = {
+        "study": study,
+        "oversees": True,
+        "manages": True,
+        "form": form,
+        "problems": problems,
+        "limit": ANNOTATION_FILE_MAX_BYTES,
+    }
+    return render(request, "web/study_import.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def codebook_import(request: HttpRequest) -> HttpResponse:
+    form = CodebookUploadForm(request.POST or None, request.FILES or None)
+    problems: list[str] = []
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                loaded = codebook_upload(
+                    user=request.user,
+                    content=_read(upload, CODEBOOK_FILE_MAX_BYTES),
+                    filename=upload.name,
+                )
+            except ApplicationError as error:
+                messages.error(request, error.message)
+                problems = _problems(error)
+            else:
+                version = loaded.version
+                state = "loaded" if loaded.written else "already loaded, unchanged"
+                messages.success(
+                    request, f"{version.codebook.name} {version.label} ({version.status}): {state}"
+                )
+                return redirect("codebook_version", version_id=version.pk)
+        status = 400
+    context = {"form": form, "problems": problems, "limit": CODEBOOK_FILE_MAX_BYTES}
+    return render(request, "web/codebook_import.html", context, status=status)
