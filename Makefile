@@ -10,14 +10,15 @@ DOCS_PORT ?= 8001
 
 .PHONY: run test setup setup-dev lint bench docs docs-serve clean
 
+# deploy/install.py installs with uv (pinned, from the package index, honouring pip's settings
+# of this machine) and falls back to pip; ISSUECODER_INSTALL_WITH_PIP=1 uses pip only.
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) deploy/install.py requirements.txt
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) deploy/install.py requirements-dev.txt
 	touch $@
 
 setup: $(VENV)/.runtime
