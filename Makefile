@@ -25,9 +25,9 @@ setup: $(VENV)/.runtime
 
 setup-dev: $(VENV)/.dev
 
+# One process sets up the demo (at once when it is set up already) and serves it.
 run: setup
-	$(PY) manage.py demo
-	$(PY) manage.py runserver --noreload $(HOST):$(PORT)
+	$(PY) manage.py demo --serve $(HOST):$(PORT)
 
 test: setup-dev
 	$(PY) -m pytest

@@ -42,7 +42,22 @@ class Command(BaseCommand):
     # second `make run` skips them here, and runserver runs them right after anyway.
     requires_system_checks = []
 
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--serve",
+            metavar="ADDRPORT",
+            help="then serve it with runserver (no reloader) in this same process: `make run` "
+            "starts Python and Django once instead of twice",
+        )
+
     def handle(self, *args, **options) -> None:
+        self.set_up()
+        if options["serve"]:
+            # call_command skips runserver's system checks unless told otherwise; they load
+            # the URLconf, which the first request would load anyway.
+            call_command("runserver", options["serve"], use_reloader=False, skip_checks=False)
+
+    def set_up(self) -> None:
         if not settings.DEMO_ALLOWED:
             raise CommandError(
                 "demo creates a superuser with a published password and is refused under these "
