@@ -105,7 +105,10 @@ def install(requirement_files: Sequence[str]) -> int:
             check=False,
         ).stdout
         arguments, environment = uv_arguments(pip_settings(listing))
-        command = [uv, "pip", "install", "--quiet", "--python", sys.executable, *arguments]
+        # Compiled at install, as pip does: uv leaves it to the first import, which costs every
+        # start of the server a second where bytecode is not written (PYTHONDONTWRITEBYTECODE).
+        command = [uv, "pip", "install", "--quiet", "--compile-bytecode"]
+        command += ["--python", sys.executable, *arguments]
         done = subprocess.run(  # noqa: S603 - the pinned uv, pip's own settings
             [*command, *requirements], env={**os.environ, **environment}, check=False
         )
