@@ -10,23 +10,24 @@ DOCS_PORT ?= 8001
 
 .PHONY: run test setup setup-dev lint bench docs docs-serve clean
 
+# deploy/install.py installs with uv (pinned, from the package index, honouring pip's settings
+# of this machine) and falls back to pip; ISSUECODER_INSTALL_WITH_PIP=1 uses pip only.
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) deploy/install.py requirements.txt
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) deploy/install.py requirements-dev.txt
 	touch $@
 
 setup: $(VENV)/.runtime
 
 setup-dev: $(VENV)/.dev
 
+# One process sets up the demo (at once when it is set up already) and serves it.
 run: setup
-	$(PY) manage.py demo
-	$(PY) manage.py runserver --noreload $(HOST):$(PORT)
+	$(PY) manage.py demo --serve $(HOST):$(PORT)
 
 test: setup-dev
 	$(PY) -m pytest

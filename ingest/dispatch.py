@@ -13,7 +13,6 @@ from django.db import transaction
 from common.outage import broker_require
 from ingest.models import Source, SyncRun
 from ingest.runs import sync_run_open
-from ingest.tasks import sync_source_enqueue
 
 
 @transaction.atomic
@@ -38,5 +37,9 @@ def sync_request(
         # Raised inside this transaction: the run it opened (or the lost one it replaced) is
         # rolled back with the request instead of waiting for a message that never leaves.
         broker_require(action="the sync")
+        # Imported here: the tasks bring the sync and PyGithub (0.4 s), which the pages that
+        # import this module would otherwise load at every start of the server.
+        from ingest.tasks import sync_source_enqueue
+
         sync_source_enqueue(opened.run)
     return opened.run

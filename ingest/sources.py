@@ -19,7 +19,6 @@ from common.text import repository_full_name_parse
 from corpus.models import Issue, Repository
 from corpus.selectors import issues_of_repository, repository_by_name
 from corpus.services import repository_for_name
-from ingest.github import GitHubClient, GitHubError, NotFound
 from ingest.models import MAX_INTERVAL_MINUTES, MIN_INTERVAL_MINUTES, Source, SyncRun
 
 logger = logging.getLogger(__name__)
@@ -179,6 +178,10 @@ def repository_upstream_check(*, owner: str, name: str) -> str:
     limit, 5xx) is no answer and comes back as a note for the caller to show, since an offline
     machine may still add a source and its first sync will tell. Returns "" when GitHub knows
     the repository."""
+    # Imported here, as in ingest.dispatch: the URLconf reaches this module, and PyGithub
+    # would otherwise be imported at every start of the server.
+    from ingest.github import GitHubClient, GitHubError, NotFound
+
     client = GitHubClient(
         settings.GITHUB_API_URL,
         token=settings.GITHUB_TOKEN or None,

@@ -10,9 +10,11 @@ import email.utils
 import logging
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import openai
+if TYPE_CHECKING:
+    import openai
 
 # The HTTP library logs every request at INFO: a run of 10,000 items would bury the log. The run
 # records its requests itself.
@@ -74,6 +76,10 @@ class ChatClient:
     """One endpoint. Safe to share between threads (the underlying HTTP pool is)."""
 
     def __init__(self, *, base_url: str, api_key: str | None, timeout: float) -> None:
+        # Imported here: the package takes 0.6 s to import, which every start of the server
+        # (the URLconf reaches this module) would otherwise pay without making a request.
+        import openai
+
         self._client = openai.OpenAI(
             base_url=base_url, api_key=api_key or NO_KEY, timeout=timeout, max_retries=0
         )
@@ -94,6 +100,8 @@ class ChatClient:
         """One chat completion, with the log-probabilities of its tokens when `logprobs` (in
         the raw response). Raises EndpointError (ResponseFormatRefused, LogprobsRefused for a
         400 that names the response format or the log-probabilities)."""
+        import openai  # see __init__
+
         options: dict = {}
         if logprobs:
             options["logprobs"] = True

@@ -20,7 +20,9 @@ LAYERS: list[set[str]] = [
     {"taxonomy", "accounts"},
     {"corpus"},
     {"labeling"},
-    {"ingest", "exports", "machines"},
+    {"ingest", "machines"},
+    # The dataset export carries the machine annotators' labels and runs apart from people's.
+    {"exports"},
     {"api", "web"},
     {"config"},
 ]

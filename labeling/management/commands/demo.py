@@ -14,6 +14,7 @@ from corpus.models import Issue
 from corpus.records import RecordError, issue_record_parse
 from corpus.services import issues_import
 from labeling.models import Study
+from labeling.services.demo import demo_pilot_read, study_demo_pilot_create
 from labeling.services.studies import study_create
 from taxonomy.codebook_file import codebook_file_read, codebook_parse
 from taxonomy.models import CodebookVersion
@@ -34,13 +35,29 @@ DEMO_ACCOUNTS = [
 class Command(BaseCommand):
     help = (
         "Make the embedded default ready: migrate, load the starter codebook and the sample "
-        "issues, create demo accounts and the demo study. Safe to run again."
+        "issues, create demo accounts, the demo study (empty, to label) and the demo pilot "
+        "(labeled with illustrative labels). Safe to run again: what exists is kept."
     )
     # The system checks import the URLconf and with it scikit-learn (2 s of a 3 s start); the
     # second `make run` skips them here, and runserver runs them right after anyway.
     requires_system_checks = []
 
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--serve",
+            metavar="ADDRPORT",
+            help="then serve it with runserver (no reloader) in this same process: `make run` "
+            "starts Python and Django once instead of twice",
+        )
+
     def handle(self, *args, **options) -> None:
+        self.set_up()
+        if options["serve"]:
+            # call_command skips runserver's system checks unless told otherwise; they load
+            # the URLconf, which the first request would load anyway.
+            call_command("runserver", options["serve"], use_reloader=False, skip_checks=False)
+
+    def set_up(self) -> None:
         if not settings.DEMO_ALLOWED:
             raise CommandError(
                 "demo creates a superuser with a published password and is refused under these "
@@ -85,10 +102,24 @@ class Command(BaseCommand):
                     Issue.objects.filter(is_pull_request=False).order_by("repository", "number")
                 ),
             )
+        # Created once: a pilot that exists is kept as it is, with whatever was done in it since.
+        pilot = demo_pilot_read()
+        if not Study.objects.filter(slug=pilot.slug).exists():
+            study_demo_pilot_create(
+                codebook_version=version,
+                users=users,
+                manager=users["manager"],
+                adjudicator=users["adjudicator"],
+                pilot=pilot,
+            )
         self.ready_print(version)
 
     def ready_print(self, version: CodebookVersion) -> None:
-        self.stdout.write(f"Codebook: {version}; demo study: /studies/demo/")
+        self.stdout.write(f"Codebook: {version}; demo study to label: /studies/demo/")
+        self.stdout.write(
+            f"Demo pilot, labeled with illustrative labels (not research data): "
+            f"/studies/{demo_pilot_read().slug}/"
+        )
         self.stdout.write("Demo accounts (demo only, never use in production):")
         for username, password, _ in DEMO_ACCOUNTS:
             self.stdout.write(f"  {username} / {password}")
@@ -102,7 +133,7 @@ def demo_set_up_already() -> CodebookVersion | None:
     that a database that was emptied or restored is set up again: no migration left to apply,
     the starter codebook published with the file's content hash, every sample issue stored and
     not older than in the file (the import's own test for "unchanged"), the demo accounts and
-    the demo study present.
+    the demo study and the demo pilot present.
     """
     executor = MigrationExecutor(connection)
     if executor.migration_plan(executor.loader.graph.leaf_nodes()):
@@ -119,7 +150,7 @@ def demo_set_up_already() -> CodebookVersion | None:
     usernames = [username for username, _, _ in DEMO_ACCOUNTS]
     if get_user_model().objects.filter(username__in=usernames).count() != len(usernames):
         return None
-    if not Study.objects.filter(slug="demo").exists():
+    if Study.objects.filter(slug__in=["demo", demo_pilot_read().slug]).count() != 2:
         return None
     with Path(SAMPLE_ISSUES_FILE).open("rb") as stream:
         wanted: dict[tuple[str, str, int], datetime] = {}
