@@ -99,9 +99,7 @@ def answers(item: int, annotator: int) -> list[str]:
     if annotator == 2 and item % 5 == 4:
         symptom = 1 + (item + 1) % 3
     stage = 1 + item % 2
-    return ["1", "j", str(symptom), "j", str(root_cause), "j", "1", "j", "j", "j", "j"] + [
-        str(stage)
-    ]
+    return ["1", "j", str(symptom), "j", str(root_cause), "j", "1", "j", "j", "j", "j", str(stage)]
 
 
 def take(shooter: Shooter, items: int) -> None:
@@ -178,7 +176,7 @@ def main() -> None:
         finally:
             browser.close()
     if shutil.which("pngquant"):  # optional: a palette of 256 colours, a third of the size
-        subprocess.run(
+        subprocess.run(  # noqa: S603 (our own file names)
             ["pngquant", "--force", "--skip-if-larger", "--ext", ".png", "--quality", "70-95"]
             + [str(path) for path in shooter.taken],
             check=False,

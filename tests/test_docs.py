@@ -168,7 +168,8 @@ def test_an_unbuilt_site_is_a_404_that_says_so(client, tmp_path):
 
 
 def generated_reference_pages() -> dict[Path, str]:
-    spec = importlib.util.spec_from_file_location("gen_reference", ROOT / "docs" / "gen_reference.py")
+    script = ROOT / "docs" / "gen_reference.py"
+    spec = importlib.util.spec_from_file_location("gen_reference", script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.pages()
