@@ -148,6 +148,10 @@ def take(shooter: Shooter, items: int) -> None:
 
     manager.goto(shooter.url(f"/studies/{study}/report/"))
     shooter.shoot(manager, "report")
+    # A cross-tab with its heatmap, below the list of tables.
+    heading = manager.get_by_role("heading", name=re.compile(r"^Symptom . Root cause$"))
+    heading.evaluate("heading => heading.scrollIntoView()")
+    shooter.shoot(manager, "report-crosstab")
     manager.goto(shooter.url(f"/studies/{study}/export/"))
     manager.get_by_role("button", name="Start export").click()
     manager.wait_for_load_state("networkidle")
