@@ -8,7 +8,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DOCS_PORT ?= 8001
 
-.PHONY: run test setup setup-dev lint bench docs docs-serve clean
+.PHONY: run test setup setup-dev lint bench docs docs-serve docs-reference clean
 
 # deploy/install.py installs with uv (pinned, from the package index, honouring pip's settings
 # of this machine) and falls back to pip; ISSUECODER_INSTALL_WITH_PIP=1 uses pip only.
@@ -49,6 +49,11 @@ docs: setup-dev
 
 docs-serve: setup-dev
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr $(HOST):$(DOCS_PORT)
+
+# The reference pages written from the code (docs/reference/cli.md from the commands' parsers,
+# api.md from the OpenAPI schema); tests/test_docs.py fails while they are stale.
+docs-reference: setup
+	$(PY) docs/gen_reference.py
 
 clean:
 	rm -rf $(VENV) db.sqlite3 db.sqlite3-* staticfiles site

@@ -1,5 +1,5 @@
-"""Security headers, the client address and the lockout page of logins (see README.md,
-"Security") and the request log."""
+"""Security headers, the client address and the lockout page of logins (see
+docs/operations/security.md) and the request log."""
 
 import ipaddress
 import logging

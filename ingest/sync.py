@@ -1,6 +1,6 @@
 """The sync itself: one execution of a run reads GitHub and commits what it read, page by page.
 
-How a sync reads GitHub (see README.md, "GitHub ingestion", for the why):
+How a sync reads GitHub (see docs/guides/researcher/github.md for the why):
 
 * The issue list is read sorted by `updated` ascending, one page at a time, each page being the
   first page of a fresh listing with `since` = the newest `updated_at` committed so far. The

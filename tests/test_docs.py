@@ -2,6 +2,7 @@
 to, it loads nothing from elsewhere, and the app serves it read-only only when told to."""
 
 import importlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -164,3 +165,44 @@ def test_an_unbuilt_site_is_a_404_that_says_so(client, tmp_path):
     with routes_with(DOCS_SERVE=True, DOCS_ROOT=str(tmp_path / "site")):
         response = client.get("/docs/")
         assert response.status_code == 404
+
+
+def generated_reference_pages() -> dict[Path, str]:
+    script = ROOT / "docs" / "gen_reference.py"
+    spec = importlib.util.spec_from_file_location("gen_reference", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.pages()
+
+
+def test_the_generated_reference_pages_are_up_to_date():
+    """docs/reference/cli.md and api.md are written from the commands' parsers and the OpenAPI
+    schema; a command or an operation changed without `make docs-reference` fails here."""
+    for path, text in generated_reference_pages().items():
+        committed = path.read_text() if path.exists() else ""
+        assert committed == text, f"{path.relative_to(ROOT)} is stale: run `make docs-reference`"
+
+
+def settings_variables() -> set[str]:
+    """Every environment variable the settings, the gunicorn configuration and the backup
+    command read."""
+    sources = [
+        *(ROOT / "config" / "settings").glob("*.py"),
+        ROOT / "config" / "gunicorn.py",
+        ROOT / "exports" / "management" / "commands" / "backup.py",
+    ]
+    text = "\n".join(path.read_text() for path in sources)
+    read = re.compile(r"""(?:env(?:\.\w+)?\(|environ\.get\()\s*["']([A-Z][A-Z0-9_]+)["']""")
+    return set(read.findall(text))
+
+
+def test_the_configuration_page_names_every_environment_variable():
+    variables = settings_variables()
+    assert {"DATABASE_URL", "TRUSTED_PROXY_COUNT", "DOCS_SERVE", "GUNICORN_BIND"} <= variables
+    page = (ROOT / "docs" / "operations" / "configuration.md").read_text()
+    missing = sorted(name for name in variables if f"`{name}`" not in page)
+    assert not missing, f"variables read by the settings but missing on the page: {missing}"
+    makefile = (ROOT / "Makefile").read_text()
+    for name in re.findall(r"^([A-Z_]+) \?=", makefile, re.MULTILINE):
+        if name != "PYTHON":
+            assert f"`{name}`" in page, name

@@ -1,5 +1,5 @@
 """Settings shared by every environment. Everything that differs between machines comes from
-environment variables (see README.md, "Configuration")."""
+environment variables (see docs/operations/configuration.md)."""
 
 from datetime import timedelta
 from pathlib import Path
@@ -152,11 +152,11 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
-# The client address that the API throttles and the login lockouts count by (README.md,
-# "Security"): the peer, REMOTE_ADDR, unless this many reverse proxies stand in front, each
-# appending the address it saw to X-Forwarded-For; then the address the outermost one saw. A
-# client writes what it likes into that header, so without proxies it is never read. The
-# former name AXES_PROXY_COUNT is still read.
+# The client address that the API throttles and the login lockouts count by
+# (docs/operations/security.md): the peer, REMOTE_ADDR, unless this many reverse proxies stand
+# in front, each appending the address it saw to X-Forwarded-For; then the address the
+# outermost one saw. A client writes what it likes into that header, so without proxies it is
+# never read. The former name AXES_PROXY_COUNT is still read.
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=env.int("AXES_PROXY_COUNT", default=0))
 if TRUSTED_PROXY_COUNT < 0:
     raise ImproperlyConfigured("TRUSTED_PROXY_COUNT must be 0 (no proxy) or more.")
@@ -191,7 +191,7 @@ REST_FRAMEWORK = {
         "failed_token": env("API_FAILED_TOKEN_RATE", default="20/hour"),
     },
 }
-# Brute force (see README.md, "Security"): after AXES_FAILURE_LIMIT failed logins of one
+# Brute force (see docs/operations/security.md): after AXES_FAILURE_LIMIT failed logins of one
 # username from one address, that pair is locked out for AXES_COOLOFF_MINUTES (a 429 page), on
 # the login page and the admin's alike. `manage.py axes_reset` unlocks everyone at once.
 AXES_ENABLED = True
@@ -307,8 +307,8 @@ CELERY_TIMEZONE = TIME_ZONE
 # The queue of dataset export tasks (tests give their worker a queue of its own).
 EXPORTS_QUEUE = env("EXPORTS_QUEUE", default="celery")
 # A running export silent for this long lost its worker and is queued again; a queued one that
-# no worker took within the timeout too (see README.md, "Faults"). A chunk of the export takes
-# well under a second, so the lease is generous.
+# no worker took within the timeout too (see docs/operations/scaling.md). A chunk of the
+# export takes well under a second, so the lease is generous.
 EXPORT_LEASE_SECONDS = env.int("EXPORT_LEASE_SECONDS", default=120)
 EXPORT_QUEUED_TIMEOUT_SECONDS = env.int("EXPORT_QUEUED_TIMEOUT_SECONDS", default=60 * 60)
 # Items read (and progress recorded) at a time by an export job; 0: the exporter's own.
@@ -330,7 +330,7 @@ LOG_FORMAT = env("LOG_FORMAT", default="text")
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")
 LOGGING = logging_config(LOG_FORMAT, LOG_LEVEL)
 
-# GitHub ingestion (see README.md, "GitHub ingestion").
+# GitHub ingestion (see docs/guides/researcher/github.md).
 # Queue of the ingest tasks; tests give each session a queue of its own.
 INGEST_QUEUE = env("INGEST_QUEUE", default="celery")
 # Issues per list page (GitHub allows at most 100).
