@@ -37,6 +37,11 @@
     pre.setAttribute("aria-label", "Code block");
   });
 
+  // A box that scrolls sideways (a wide table on a phone) takes focus, to be scrolled by keys.
+  document.querySelectorAll("main table, main figure, .table-scroll, .figure-scroll").forEach(function (box) {
+    if (box.scrollWidth > box.clientWidth && !box.hasAttribute("tabindex")) box.tabIndex = 0;
+  });
+
   const dropdowns = Array.from(document.querySelectorAll("header details.dropdown"));
   document.addEventListener("click", function (event) {
     dropdowns.forEach(function (dropdown) {
