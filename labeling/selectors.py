@@ -10,7 +10,7 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 from corpus.models import Issue, IssueComment, LinkedFix
 from corpus.selectors import issue_thread
 from labeling.access import study_list_visible_to
-from labeling.models import Annotation, Assignment, Study, StudyItem
+from labeling.models import Annotation, Assignment, Resolution, Study, StudyItem
 from taxonomy.models import Category, Dimension
 from taxonomy.selectors import dimensions_of_version
 
@@ -168,3 +168,8 @@ def assignment_dimensions(*, assignment: Assignment, study: Study) -> list[Dimen
         }
         shown.append(as_asked)
     return shown
+
+
+def study_has_gold_labels(*, study: Study) -> bool:
+    """Whether any item of the study has a gold label yet: the report counts only those."""
+    return Resolution.objects.filter(item__study=study).exists()
