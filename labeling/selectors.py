@@ -11,7 +11,7 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 from corpus.models import Issue, IssueComment, LinkedFix
 from corpus.selectors import issue_thread
 from labeling.access import study_list_visible_to
-from labeling.models import Annotation, Assignment, Study, StudyEvent, StudyItem
+from labeling.models import Annotation, Assignment, Resolution, Study, StudyEvent, StudyItem
 from taxonomy.models import Category, Dimension
 from taxonomy.selectors import dimensions_of_version
 
@@ -197,3 +197,8 @@ def study_event_data(event: StudyEvent) -> dict:
         "reason": event.reason,
         "details": event.details,
     }
+
+
+def study_has_gold_labels(*, study: Study) -> bool:
+    """Whether any item of the study has a gold label yet: the report counts only those."""
+    return Resolution.objects.filter(item__study=study).exists()

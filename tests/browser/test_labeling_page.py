@@ -64,6 +64,7 @@ def test_shortcuts_and_filter(study, new_page, live_server):
     page.keyboard.press("?")
     assert page.get_by_role("dialog", name="Keyboard shortcuts").is_visible()
     page.keyboard.press("Escape")
+    page.keyboard.press("1")  # screened in: the other dimensions apply, and `j` reaches them
     page.keyboard.press("j")
     page.keyboard.press("j")  # root cause
     page.keyboard.press("/")
@@ -362,6 +363,7 @@ def test_a_definition_shows_without_hiding_the_other_categories(
     accessible description."""
     page = new_page("annotator1", width=width)
     open_next(page, live_server)
+    page.keyboard.press("1")  # screened in: the other dimensions apply, and `j` reaches them
     page.keyboard.press("j")
     page.keyboard.press("j")  # root cause: categories with long definitions
     page.keyboard.press("1")  # API Misuse, focused

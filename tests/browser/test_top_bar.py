@@ -1,70 +1,83 @@
-"""The top bar in a real browser: a study's full menu (a superuser who also annotates sees every
-link) stays on one line at 1,400 px, and on a phone it becomes a row of its own that scrolls
-sideways instead of widening the page."""
+"""The app shell in a real browser: the study's tabs are the same on every page of the study,
+the current one marked, and only the pages the user may open; on a phone the menu folds behind
+one button and no page is wider than the window."""
 
 import pytest
 
 pytestmark = pytest.mark.browser
 
-
-@pytest.fixture
-def everything(study, people):
-    """annotator1 made a superuser: every global and every study link of the menu."""
-    user = people["annotator1"]
-    user.is_superuser = True
-    user.save(update_fields=["is_superuser"])
-    return "annotator1"
+MANAGER_TABS = [
+    "Overview", "Agreement", "Disagreements", "Report", "To re-check",
+    "Codebook", "Proposals", "Members", "Machines", "Export",
+]  # fmt: skip
 
 
-def boxes(page) -> dict:
-    return {
-        name: page.locator(selector).bounding_box()
-        for name, selector in [
-            ("header", "header.topbar"),
-            ("nav", "header nav"),
-            ("link", "header nav a >> nth=0"),
-            ("brand", "header .brand"),
-            ("logout", "header .logout button"),
-        ]
-    }
+def tabs(page) -> list[str]:
+    return page.locator("nav.study-tabs a").all_inner_texts()
 
 
-@pytest.mark.parametrize("path", ["/studies/demo/", "/studies/demo/codebook/"])
-def test_the_whole_menu_is_one_line_at_1400_px(everything, new_page, live_server, path):
-    page = new_page(everything, width=1400, height=900)
+@pytest.mark.parametrize(
+    ("path", "current"),
+    [
+        ("/studies/demo/", "Overview"),
+        ("/studies/demo/agreement/", "Agreement"),
+        ("/studies/demo/disagreements/", "Disagreements"),
+        ("/studies/demo/codebook/", "Codebook"),
+        ("/studies/demo/export/", "Export"),
+        ("/studies/demo/machines/", "Machines"),
+    ],
+)
+def test_a_manager_sees_the_same_tabs_everywhere_and_no_queue(
+    study, new_page, live_server, path, current
+):
+    page = new_page("manager")
     page.goto(f"{live_server.url}{path}")
-
-    box = boxes(page)
-    links = page.locator("header nav a")
-    assert links.count() == 14  # 4 global links, the study and its 9 pages
-    # One line: the menu is as high as one link, and the brand, the menu and the log-out
-    # button share the bar's one row.
-    assert box["nav"]["height"] < 1.5 * box["link"]["height"]
-    assert box["header"]["height"] < 2 * box["logout"]["height"]
-    assert box["logout"]["y"] < box["nav"]["y"] + box["nav"]["height"]
-    tops = {round(links.nth(index).bounding_box()["y"]) for index in range(links.count())}
-    assert len(tops) == 1
-    # Nothing hidden in a scroll: every link is shown whole.
-    assert page.evaluate(
-        "() => { const nav = document.querySelector('header nav');"
-        " return nav.scrollWidth <= nav.clientWidth; }"
-    )
-
-
-def test_on_a_phone_the_menu_is_a_row_that_scrolls_sideways(everything, new_page, live_server):
-    page = new_page(everything, width=390, height=844)
-    page.goto(f"{live_server.url}/studies/demo/")
-
-    box = boxes(page)
-    # The bar does not widen the page; the menu scrolls sideways, one line under the brand.
-    assert page.evaluate("() => document.querySelector('header').scrollWidth") <= 390
-    assert box["nav"]["height"] < 2 * box["link"]["height"]
-    assert box["nav"]["y"] >= box["brand"]["y"] + box["brand"]["height"]
-    assert box["logout"]["y"] < box["nav"]["y"]  # the log-out button stays on the first row
-    assert box["nav"]["x"] >= 0 and box["nav"]["x"] + box["nav"]["width"] <= 390
-    last = page.locator("header nav a").last
-    last.scroll_into_view_if_needed()
-    assert last.is_visible()
-    last_box = last.bounding_box()
-    assert last_box["x"] >= 0 and last_box["x"] + last_box["width"] <= 390
+    assert tabs(page) == MANAGER_TABS  # a manager who does not annotate has no queue
+    assert page.locator("nav.study-tabs a[aria-current=page]").inner_text() == current
+    header = page.locator("header.shell").bounding_box()
+    assert header["height"] < 120  # one bar and one row of tabs
     assert not page.errors
+
+
+def test_an_annotator_sees_their_queue_and_not_the_overseers_pages(study, new_page, live_server):
+    page = new_page("annotator1")
+    page.goto(f"{live_server.url}/studies/demo/queue/")
+    assert tabs(page) == ["Overview", "My queue", "To re-check"]
+    assert page.locator("nav.study-tabs a[aria-current=page]").inner_text() == "My queue"
+
+
+def test_the_switcher_and_the_user_menu_open_and_close(study, new_page, live_server):
+    page = new_page("manager")
+    page.goto(f"{live_server.url}/studies/demo/")
+    page.locator("details.switcher summary").click()
+    assert page.get_by_role("link", name="All my studies").is_visible()
+    page.keyboard.press("Escape")
+    assert not page.get_by_role("link", name="All my studies").is_visible()
+    page.locator("details.user-menu summary").click()
+    page.get_by_role("button", name="Log out").click()
+    page.wait_for_url(lambda url: "/accounts/" in url or url.endswith("/"))
+    assert not page.errors
+
+
+def test_on_a_phone_the_menu_folds_behind_one_button(study, new_page, live_server):
+    page = new_page("manager", width=390, height=844)
+    page.goto(f"{live_server.url}/studies/demo/")
+    toggle = page.get_by_role("button", name="Menu")
+    assert toggle.get_attribute("aria-expanded") == "false"
+    assert not page.locator("nav.study-tabs").is_visible()
+    toggle.click()
+    assert toggle.get_attribute("aria-expanded") == "true"
+    assert tabs(page) == MANAGER_TABS
+    page.locator("nav.study-tabs").get_by_role("link", name="Members").click()
+    page.wait_for_url(f"{live_server.url}/studies/demo/members/")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert not page.errors
+
+
+def test_the_skip_link_leads_to_the_content(study, new_page, live_server):
+    page = new_page("manager")
+    page.goto(f"{live_server.url}/studies/demo/")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"

@@ -24,6 +24,7 @@ from exports.tables import (
     report_filters_parse,
 )
 from labeling.access import ANNOTATOR, MANAGER, study_can_see_agreement
+from labeling.selectors import study_has_gold_labels
 from web.views.studies import study_or_404
 
 FORMAT_NAMES = {"csv": "CSV", "md": "Markdown", "tex": "LaTeX", "svg": "SVG"}
@@ -82,7 +83,9 @@ def report(request: HttpRequest, slug: str) -> HttpResponse:
         )
 
     entries = []
-    for spec in paper_table_specs(study=study) if filters is not None else []:
+    # No gold label yet: every table would be zeros and every chart empty; the page says so.
+    has_gold = study_has_gold_labels(study=study)
+    for spec in paper_table_specs(study=study) if filters is not None and has_gold else []:
         table = spec.build(filters)
         entries.append(
             {
@@ -106,6 +109,7 @@ def report(request: HttpRequest, slug: str) -> HttpResponse:
         "manages": MANAGER in roles,
         "is_annotator": ANNOTATOR in roles,
         "entries": entries,
+        "has_gold": has_gold,
         "rounds": choices["rounds"],
         "repositories": choices["repositories"],
         "levels": list(LEVELS),

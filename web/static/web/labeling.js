@@ -34,6 +34,17 @@
   });
 
   // ---- current dimension ----
+  // A dimension that does not apply yet is disabled (updateApplicability): `j` and `k` pass
+  // over it, as Tab does.
+  function applies(fieldset) {
+    return !fieldset.classList.contains("not-applicable");
+  }
+  function nextApplicable(from, step) {
+    for (let index = from; index >= 0 && index < dimensions.length; index += step) {
+      if (applies(dimensions[index])) return index;
+    }
+    return current;
+  }
   function focusDimension(index) {
     current = Math.max(0, Math.min(dimensions.length - 1, index));
     const fieldset = dimensions[current];
@@ -73,6 +84,7 @@
     });
   }
   function pick(number) {
+    if (!applies(dimensions[current])) return;
     const input = visibleInputs(dimensions[current])[number - 1];
     if (!input) return;
     if (input.type === "checkbox") {
@@ -96,13 +108,18 @@
     dimensions.forEach(function (fieldset) {
       if (!fieldset.dataset.applicability) return;
       const table = JSON.parse(fieldset.dataset.applicability);
-      const applies = Object.keys(table).every(function (key) {
+      const holds = Object.keys(table).every(function (key) {
         const chosen = chosenKeys(key).filter(Boolean);
         if (chosen.length === 0) return table[key][""] === true;
         return chosen.some(function (value) { return table[key][value] === true; });
       });
-      fieldset.classList.toggle("not-applicable", !applies);
+      fieldset.classList.toggle("not-applicable", !holds);
+      fieldset.disabled = !holds;
     });
+    if (!applies(dimensions[current])) {
+      current = nextApplicable(current, -1);
+      markCurrent();
+    }
   }
 
   // ---- category filter ----
@@ -335,10 +352,10 @@
       pick(parseInt(event.key, 10));
     } else if (event.key === "j") {
       event.preventDefault();
-      focusDimension(current + 1);
+      focusDimension(nextApplicable(current + 1, 1));
     } else if (event.key === "k") {
       event.preventDefault();
-      focusDimension(current - 1);
+      focusDimension(nextApplicable(current - 1, -1));
     } else if (event.key === "u") {
       event.preventDefault();
       const unsure = form.elements.namedItem("unsure-" + dimensions[current].dataset.dimension);
@@ -373,6 +390,10 @@
 
   updateApplicability();
   restore();
+  updateApplicability();
+  // The first dimension is current, but nothing takes focus on load: a focused category would
+  // show its definition over the page before the annotator has done anything. The keys work
+  // from the page itself.
+  current = nextApplicable(0, 1);
   markCurrent();
-  focusDimension(0);
 })();
