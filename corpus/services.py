@@ -472,10 +472,11 @@ def issue_texts_render(*, issue_ids: list[int] | None) -> int:
         issues = issues.filter(id__in=issue_ids)
         comments = comments.filter(issue_id__in=issue_ids)
     while chunk := list(comments.only("id", "body")[:BATCH_SIZE]):
-        for comment in chunk:
-            comment.body_html = render_markdown(comment.body) or "<p></p>"
-        with transaction.atomic():
-            IssueComment.objects.bulk_update(chunk, ["body_html"], batch_size=BATCH_SIZE)
+        _rows_update(
+            IssueComment,
+            ["body_html"],
+            [(render_markdown(comment.body) or "<p></p>", comment.id) for comment in chunk],
+        )
         rendered += len(chunk)
     while chunk := list(issues.only("id", "title", "body")[:BATCH_SIZE]):
         threads: dict[int, list[str]] = defaultdict(list)
@@ -483,13 +484,43 @@ def issue_texts_render(*, issue_ids: list[int] | None) -> int:
             issue_id__in=[issue.id for issue in chunk]
         ).values_list("issue_id", "body"):
             threads[issue_id].append(body)
-        for issue in chunk:
-            issue.body_html = render_markdown(issue.body) or "<p></p>"
-            issue.facets = issue_facets(issue.title, issue.body, threads[issue.id])
-        with transaction.atomic():
-            Issue.objects.bulk_update(chunk, ["body_html", "facets"], batch_size=BATCH_SIZE)
+        _rows_update(
+            Issue,
+            ["body_html", "facets"],
+            [
+                (
+                    render_markdown(issue.body) or "<p></p>",
+                    issue_facets(issue.title, issue.body, threads[issue.id]),
+                    issue.id,
+                )
+                for issue in chunk
+            ],
+        )
         rendered += len(chunk)
     return rendered
+
+
+def _rows_update(model: type[models.Model], fields: list[str], rows: list[tuple]) -> None:
+    """UPDATE each row's `fields` by id (the row's last value) in one executemany, in one
+    transaction. Django's bulk_update builds a CASE per row and field, which cost more than
+    rendering the texts (3.7 of 6 s for 2,000 issues)."""
+    quote = connection.ops.quote_name
+    columns = [model._meta.get_field(name) for name in fields]
+    assignments = ", ".join(f"{quote(column.column)} = %s" for column in columns)
+    # Only the model's own table and column names are written in; every value is a parameter.
+    sql = f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {quote('id')} = %s"  # noqa: S608
+    prepared = [
+        [
+            *(
+                column.get_db_prep_save(value, connection)
+                for column, value in zip(columns, row[:-1], strict=True)
+            ),
+            row[-1],
+        ]
+        for row in rows
+    ]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.executemany(sql, prepared)
 
 
 # --------------------------------------------------------------------------- Repositories
