@@ -178,7 +178,8 @@ class StudyRoundActions:
             "Managers and adjudicators of the study."
         ),
     )
-    @action(detail=True, methods=["get"], permission_classes=OVERSEERS)
+    # A study has a few rounds: one list, not pages (the schema says so too).
+    @action(detail=True, methods=["get"], permission_classes=OVERSEERS, pagination_class=None)
     def rounds(self, request, slug=None):
         study = self.get_object()
         return Response(RoundStateSerializer(_round_rows(study), many=True).data)
