@@ -637,8 +637,8 @@ def test_the_page_reads_the_labels_once_for_its_report_rounds_and_repositories(
     client.force_login(people["manager"])
     # Session, user, study, dimensions, the form's rounds and repositories, then one read of
     # the labels (categories, labels, usernames) and the items' rounds and repositories, and
-    # the machine annotators' labels (machines.report).
-    with django_assert_max_num_queries(14):
+    # the machine annotators' labels (machines.report), the top bar's studies.
+    with django_assert_max_num_queries(15):
         assert client.get("/studies/grants/agreement/?round=Pilot").status_code == 200
 
 
@@ -676,7 +676,8 @@ def test_an_unknown_table_is_a_400_naming_the_tables(issue_study, people, client
     response = client.get("/studies/grants/agreement/?download=csv&table=nope")
     assert response.status_code == 400
     assert response.content.decode() == (
-        "Unknown table: nope. One of: dimensions, pairs, categories, rounds, repositories."
+        "Unknown table: nope. One of: dimensions, pairs, categories, rounds, repositories, "
+        "machines, machine-delegation, machine-pairs."
     )
 
 
