@@ -214,3 +214,21 @@ def test_another_studys_run_is_not_found_under_this_slug(study, people, endpoint
     assert client.get("/studies/demo/machines/runs/999999/").status_code == 404
     assert client.post(URL, {"action": "resume", "run": "999999"}).status_code == 404
     assert client.post(URL, {"action": "run", "annotator": "x"}).status_code == 404
+
+
+def test_a_manager_runs_the_scikit_learn_annotator_from_the_page(
+    study, people, inline_tasks, django_capture_on_commit_callbacks
+):
+    client = signed_in(people["manager"])
+    assert "Train on the gold labels and run" in client.get(URL).content.decode()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(URL, {"action": "classical"})
+
+    run = MachineRun.objects.get(annotator__study=study)
+    assert response.status_code == 302 and response.url.endswith(f"/machines/runs/{run.pk}/")
+    assert run.annotator.kind == MachineAnnotator.Kind.CLASSICAL
+    # The demo study has no gold label yet: the run fails, saying why, and stores nothing.
+    assert run.status == MachineRun.Status.FAILED and "gold" in run.error
+    assert not MachineLabel.objects.filter(run=run).exists()
+    assert "gold" in client.get(response.url).content.decode()

@@ -19,6 +19,7 @@ from labeling.models import Study
 from machines.models import MachineAnnotator, MachineRun
 from machines.selectors import study_machine_annotators, study_machine_runs
 from machines.services import (
+    classical_run_request,
     machine_annotator_get_or_create,
     machine_run_is_resumable,
     machine_run_request,
@@ -49,7 +50,8 @@ def _nav(study: Study, roles: set[str]) -> dict:
 @require_http_methods(["GET", "POST"])
 def study_machines(request: HttpRequest, slug: str) -> HttpResponse:
     """GET: the page. POST: add an LLM annotator and start its first run (`action=add`),
-    start another run of an annotator (`action=run`, `annotator=ID`) or resume a stopped run
+    start another run of an annotator (`action=run`, `annotator=ID`), run the scikit-learn
+    annotator (`action=classical`) or resume a stopped run
     (`action=resume`, `run=ID`)."""
     study, roles = _study_for_manager(request, slug)
     form = MachineAnnotatorForm()
@@ -78,6 +80,14 @@ def study_machines(request: HttpRequest, slug: str) -> HttpResponse:
                 return HttpResponse("Only a language model's run starts here.", status=400)
             run = machine_run_request(annotator=annotator)
             messages.success(request, f"Run {run.pk} of {annotator.name} requested.")
+            return redirect("machine_run", slug=study.slug, run_id=run.pk)
+        if action == "classical":
+            try:
+                run = classical_run_request(study=study, user=request.user)
+            except ApplicationError as error:
+                messages.error(request, error.message)
+                return redirect("study_machines", slug=study.slug)
+            messages.success(request, f"Run {run.pk} of the scikit-learn annotator requested.")
             return redirect("machine_run", slug=study.slug, run_id=run.pk)
         if action == "rater":
             chosen = request.POST.get("annotator", "")
