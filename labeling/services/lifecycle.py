@@ -46,11 +46,10 @@ def study_check_open(*, study_id: int) -> None:
     """Refuse a write to a closed study (StudyClosedError). Must run inside the write's
     transaction: the row's KEY SHARE lock keeps the study from closing until the write commits
     (it does not wait for other writes, which take the same lock)."""
+    # SQLite has no row locks: a write transaction there holds the whole database already.
+    lock = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT status FROM labeling_study WHERE id = %s FOR KEY SHARE",
-            [study_id],
-        )
+        cursor.execute(f"SELECT status FROM labeling_study WHERE id = %s{lock}", [study_id])  # noqa: S608
         row = cursor.fetchone()
     if row is not None and row[0] == Study.Status.CLOSED:
         raise StudyClosedError(
