@@ -62,9 +62,14 @@ def test_shortcuts_and_filter(study, new_page, live_server):
     page = new_page("annotator1")
     open_next(page, live_server)
     page.keyboard.press("?")
-    assert page.get_by_role("dialog", name="Keyboard shortcuts").is_visible()
+    dialog = page.get_by_role("dialog", name="Keyboard shortcuts")
+    assert dialog.is_visible()
     page.keyboard.press("Escape")
+    dialog.wait_for(state="hidden")
     page.keyboard.press("1")  # screened in: the other dimensions apply, and `j` reaches them
+    page.wait_for_function(
+        "!document.querySelector('fieldset[data-dimension=root_cause] input').disabled"
+    )
     page.keyboard.press("j")
     page.keyboard.press("j")  # root cause
     page.keyboard.press("/")
