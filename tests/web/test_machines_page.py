@@ -220,7 +220,10 @@ def test_a_manager_runs_the_scikit_learn_annotator_from_the_page(
     study, people, inline_tasks, django_capture_on_commit_callbacks
 ):
     client = signed_in(people["manager"])
-    assert "Train on the gold labels and run" in client.get(URL).content.decode()
+    page = client.get(URL).content.decode()
+    assert page.count("Train on the gold labels and run") == 1
+    title = page[page.index("<title>") : page.index("</title>")]
+    assert "Machine annotators" in title and "<" not in title.removeprefix("<title>")
 
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(URL, {"action": "classical"})
