@@ -1,12 +1,14 @@
 """Shared fixtures. Data is built through the same services production uses."""
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
+from config.celery import app as celery_app
 from corpus.issue_import import issue_file_lines
 from corpus.models import Issue
 from corpus.services import issues_import
@@ -49,6 +51,18 @@ def require_postgres() -> None:
         "PostgreSQL",
         "set DATABASE_URL=postgres://postgres@127.0.0.1:5432/issuecoder to run this test",
     )
+
+
+@pytest.fixture
+def inline_tasks() -> Iterator[None]:
+    """Celery tasks run inline, as in the embedded default (forced, so that a test means the
+    same with a broker configured, as in CI)."""
+    before = (celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates)
+    celery_app.conf.task_always_eager = celery_app.conf.task_eager_propagates = True
+    try:
+        yield
+    finally:
+        celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = before
 
 
 @pytest.fixture

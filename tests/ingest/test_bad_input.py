@@ -4,7 +4,6 @@ does not exist leaves no source behind, sources can be removed, and an unreachab
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from io import StringIO
 
@@ -15,7 +14,6 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.services import api_token_create
-from config.celery import app as celery_app
 from corpus.models import Issue, Repository
 from ingest.dispatch import sync_request
 from ingest.follows import study_follow_create
@@ -151,17 +149,6 @@ def test_the_sources_page_removes_a_source_and_keeps_its_issues(users, followed,
 
 
 # ----------------------------------------------------------------------------- item 4c
-
-
-@pytest.fixture
-def inline_tasks() -> Iterator[None]:
-    """Celery's own config, read once from the settings, switched to inline tasks."""
-    before = (celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates)
-    celery_app.conf.task_always_eager = celery_app.conf.task_eager_propagates = True
-    try:
-        yield
-    finally:
-        celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = before
 
 
 @pytest.mark.django_db(transaction=True)

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 import pytest
 from django.test import Client
 
-from config.celery import app as celery_app
 from machines.models import MachineAnnotator, MachineLabel, MachineRun
 from machines.runs import machine_run_execute
 from machines.services import machine_annotator_get_or_create, machine_run_request
@@ -27,18 +26,6 @@ def endpoint(settings) -> Iterator[FakeOpenAI]:
     settings.MACHINES_MAX_ATTEMPTS = 2
     with FakeOpenAI() as stand_in:
         yield stand_in
-
-
-@pytest.fixture
-def inline_tasks() -> Iterator[None]:
-    """The embedded default's inline tasks (forced, so that the test means the same with a
-    broker configured, as in CI)."""
-    before = (celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates)
-    celery_app.conf.task_always_eager = celery_app.conf.task_eager_propagates = True
-    try:
-        yield
-    finally:
-        celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = before
 
 
 def signed_in(user) -> Client:

@@ -13,7 +13,6 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from accounts.services import api_token_create
-from config.celery import app as celery_app
 from corpus.models import Repository
 from ingest.models import Source, SyncRun
 from ingest.sources import source_create
@@ -31,18 +30,6 @@ def github(settings) -> Iterator[FakeGitHub]:
         settings.GITHUB_API_URL = server.base_url
         settings.GITHUB_TOKEN = ""
         yield server
-
-
-@pytest.fixture
-def inline_tasks() -> Iterator[None]:
-    """The embedded default's inline tasks (forced, so that the test means the same with a
-    broker configured, as in CI)."""
-    before = (celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates)
-    celery_app.conf.task_always_eager = celery_app.conf.task_eager_propagates = True
-    try:
-        yield
-    finally:
-        celery_app.conf.task_always_eager, celery_app.conf.task_eager_propagates = before
 
 
 @pytest.fixture
