@@ -5,20 +5,18 @@ the commands' own functions."""
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from common.exceptions import ApplicationError
-from labeling.access import MANAGER
 from labeling.services.imports import (
     ANNOTATION_FILE_MAX_BYTES,
     CODEBOOK_FILE_MAX_BYTES,
     codebook_upload,
     study_annotations_upload,
 )
-from web.views.studies import study_or_404
+from web.views.studies import study_for_manager
 
 
 class AnnotationUploadForm(forms.Form):
@@ -50,9 +48,7 @@ def _problems(error: ApplicationError) -> list[str]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def study_import(request: HttpRequest, slug: str) -> HttpResponse:
-    study, roles = study_or_404(request, slug)
-    if MANAGER not in roles:
-        raise PermissionDenied("Imports are for the study's managers.")
+    study, _ = study_for_manager(request, slug, "Imports are for the study's managers.")
     form = AnnotationUploadForm(request.POST or None, request.FILES or None)
     problems: list[str] = []
     status = 200

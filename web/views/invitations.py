@@ -6,7 +6,6 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
@@ -15,7 +14,6 @@ from django.views.decorators.http import require_http_methods
 from accounts.services import user_names_change
 from common.exceptions import ApplicationError
 from common.middleware import client_address
-from labeling.access import MANAGER
 from labeling.models import Invitation, Membership
 from labeling.services.invitations import (
     InvitationState,
@@ -28,7 +26,7 @@ from labeling.services.invitations import (
     invitation_state,
 )
 from web.forms import int_or_none
-from web.views.studies import study_or_404
+from web.views.studies import study_for_manager
 
 
 class InviteForm(forms.Form):
@@ -63,9 +61,7 @@ class NameForm(forms.Form):
 def study_invitations(request: HttpRequest, slug: str) -> HttpResponse:
     """Managers invite (the new link is shown once, on this answer) and revoke; they see every
     invitation with its state and the study's active members."""
-    study, roles = study_or_404(request, slug)
-    if MANAGER not in roles:
-        raise PermissionDenied("Invitations are for the study's managers.")
+    study, _ = study_for_manager(request, slug, "Invitations are for the study's managers.")
     form = InviteForm(request.POST if request.POST.get("action") == "invite" else None)
     new = None
     status = 200

@@ -19,16 +19,14 @@ from labeling.selectors import study_dimensions, study_event_list
 from labeling.services.lifecycle import study_close, study_reopen
 from labeling.services.pilot_gate import round_gate_open, round_targets_set
 from web.forms import int_or_none
-from web.views.studies import study_or_404
+from web.views.studies import study_for_manager, study_or_404
 
 
 @login_required
 @require_POST
 def study_status_change(request: HttpRequest, slug: str) -> HttpResponse:
     """Close or reopen the study (the form's `action`), with the reason given."""
-    study, roles = study_or_404(request, slug)
-    if MANAGER not in roles:
-        raise PermissionDenied("Only the study's managers close or reopen it.")
+    study, _ = study_for_manager(request, slug, "Only the study's managers close or reopen it.")
     change = study_close if request.POST.get("action") == "close" else study_reopen
     try:
         change(study=study, user=request.user, reason=request.POST.get("reason", ""))
@@ -70,9 +68,7 @@ def _float_or_none(value: str | None, what: str) -> float | None:
 @require_http_methods(["GET", "POST"])
 def study_rounds(request: HttpRequest, slug: str) -> HttpResponse:
     """The rounds' targets and the pilot gate: managers set targets and open a waiting round."""
-    study, roles = study_or_404(request, slug)
-    if MANAGER not in roles:
-        raise PermissionDenied("Rounds' targets are for the study's managers.")
+    study, _ = study_for_manager(request, slug, "Rounds' targets are for the study's managers.")
     required = [d for d in study_dimensions(study=study) if d.required]
     if request.method == "POST":
         round_ = get_object_or_404(Round, study=study, pk=int_or_none(request.POST.get("round")))

@@ -7,14 +7,12 @@ machines.services.
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
 from common.exceptions import ApplicationError
-from labeling.access import MANAGER
 from labeling.models import Study
 from machines.models import MachineAnnotator, MachineRun
 from machines.selectors import study_machine_annotators, study_machine_runs
@@ -27,16 +25,11 @@ from machines.services import (
     study_machine_rater_set,
 )
 from web.forms import MachineAnnotatorForm
-from web.views.studies import study_or_404
+from web.views.studies import study_for_manager
 
 RECENT_RUNS = 50
 
-
-def _study_for_manager(request: HttpRequest, slug: str) -> tuple[Study, set[str]]:
-    study, roles = study_or_404(request, slug)
-    if MANAGER not in roles:
-        raise PermissionDenied("Machine annotators are for the study's managers.")
-    return study, roles
+MACHINES_REFUSAL = "Machine annotators are for the study's managers."
 
 
 def _nav(study: Study, roles: set[str]) -> dict:
@@ -53,7 +46,7 @@ def study_machines(request: HttpRequest, slug: str) -> HttpResponse:
     start another run of an annotator (`action=run`, `annotator=ID`), run the scikit-learn
     annotator (`action=classical`) or resume a stopped run
     (`action=resume`, `run=ID`)."""
-    study, roles = _study_for_manager(request, slug)
+    study, roles = study_for_manager(request, slug, MACHINES_REFUSAL)
     form = MachineAnnotatorForm()
     if request.method == "POST":
         action = request.POST.get("action")
@@ -150,7 +143,7 @@ def _int(value: str | int) -> int:
 def machine_run(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     """A run's record and progress; with `?progress=1` (htmx) its progress alone, and once the
     run has ended, a refresh of the whole page so that its record shows complete."""
-    study, roles = _study_for_manager(request, slug)
+    study, roles = study_for_manager(request, slug, MACHINES_REFUSAL)
     run = _run_or_404(study, run_id)
     context = {
         **_nav(study, roles),

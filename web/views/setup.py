@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from common.exceptions import ApplicationError
-from labeling.access import MANAGER, user_can_create_study
+from labeling.access import user_can_create_study
 from labeling.dashboard import study_annotator_progress
 from labeling.models import Membership, Study
 from labeling.services.setup import (
@@ -27,7 +27,9 @@ from labeling.services.setup import (
     study_setup,
 )
 from web.forms import DEFAULT_SEED, MemberAddForm, SampleRuleForm, StudySetupForm
-from web.views.studies import study_or_404
+from web.views.studies import study_for_manager
+
+MEMBERS_REFUSAL = "Only the study's managers change its members."
 
 
 def _check_creator(request: HttpRequest) -> None:
@@ -118,17 +120,10 @@ def study_new_preview(request: HttpRequest) -> HttpResponse:
 # Members
 
 
-def _study_for_manager(request: HttpRequest, slug: str) -> tuple[Study, set[str]]:
-    study, roles = study_or_404(request, slug)
-    if MANAGER not in roles:
-        raise PermissionDenied("Only the study's managers change its members.")
-    return study, roles
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def study_members(request: HttpRequest, slug: str) -> HttpResponse:
-    study, roles = _study_for_manager(request, slug)
+    study, roles = study_for_manager(request, slug, MEMBERS_REFUSAL)
     add_form = MemberAddForm()
     if request.method == "POST":
         action = request.POST.get("action")

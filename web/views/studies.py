@@ -5,6 +5,7 @@ Each view checks who may see what, calls one selector or service, renders.
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
@@ -62,6 +63,15 @@ def study_or_404(request: HttpRequest, slug: str) -> tuple[Study, set[str]]:
     if found is None:
         raise Http404("No such study.")
     return found
+
+
+def study_for_manager(request: HttpRequest, slug: str, refusal: str) -> tuple[Study, set[str]]:
+    """`study_or_404` for a page or action of the study's managers: a 403 saying `refusal` to
+    its other members."""
+    study, roles = study_or_404(request, slug)
+    if MANAGER not in roles:
+        raise PermissionDenied(refusal)
+    return study, roles
 
 
 def _assignment_or_404(
