@@ -18,6 +18,7 @@ from exports.machine_labels import machine_labels_csv
 from labeling.access import study_roles
 from labeling.models import StudyItem
 from machines.models import MachineAnnotator, MachineLabel, MachineRun
+from machines.seats import study_machine_rater_set
 from machines.selectors import (
     item_machine_labels,
     machine_labels_visible_to,
@@ -147,13 +148,36 @@ class MachineRunRecordSerializer(MachineRunSerializer):
 
 
 class MachineAnnotatorSerializer(serializers.ModelSerializer):
+    seat_username = serializers.CharField(
+        source="rater_user.username",
+        default=None,
+        help_text="the user holding the machine's seats once it counted as one of k",
+    )
+
     class Meta:
         model = MachineAnnotator
         fields = [
             "id", "name", "kind", "base_url", "model", "api_key_env", "temperature", "seed",
-            "samples", "counts_toward_k", "created_at",
+            "samples", "counts_toward_k", "seat_username", "created_at",
         ]  # fmt: skip
         read_only_fields = fields
+
+
+class MachineRaterSerializer(serializers.Serializer):
+    annotator = serializers.CharField(
+        allow_null=True,
+        max_length=100,
+        help_text="the name of the study's language-model annotator to count as one of k; "
+        "null: none (every machine reported apart)",
+    )
+
+
+class SeatChangeSerializer(serializers.Serializer):
+    machine_rater = serializers.CharField(allow_null=True)
+    taken = serializers.IntegerField(help_text="seats the machine took, free ones and people's")
+    withdrawn = serializers.IntegerField(help_text="of them, unopened assignments of people")
+    filled = serializers.IntegerField(help_text="seats filled at once with its latest labels")
+    given_back = serializers.IntegerField(help_text="unfilled seats of the machine before")
 
 
 class MachinesSerializer(serializers.Serializer):
@@ -248,6 +272,47 @@ class StudyMachineViewSet(StudyLookup, viewsets.GenericViewSet):
         study = self.get_object()
         run = classical_run_request(study=study, user=request.user)
         return Response(MachineRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        request=MachineRaterSerializer,
+        responses={200: SeatChangeSerializer, **ERRORS},
+        description=(
+            "Choose the language-model annotator that counts as one of the study's k raters "
+            "(the one human replaced design), or none (managers). The machine takes a seat on "
+            "every open item that needs two raters or more (a free one, or one a person has not "
+            "opened) and fills it with its labels, which then count toward k, in the human "
+            "figures and in gold; none gives the unfilled seats back. Recorded in the activity "
+            "log; a 400 for the scikit-learn annotator or a closed study."
+        ),
+    )
+    @action(
+        detail=True,
+        methods=["put"],
+        url_path="machines/rater",
+        permission_classes=MANAGERS,
+    )
+    def machine_rater(self, request, slug=None):
+        study = self.get_object()
+        data = MachineRaterSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        name = data.validated_data["annotator"]
+        annotator = None
+        if name is not None:
+            annotator = study_machine_annotators(study=study).filter(name=name).first()
+            if annotator is None:
+                raise NotFound("No such machine annotator in this study.")
+        change = study_machine_rater_set(study=study, annotator=annotator, by=request.user)
+        return Response(
+            SeatChangeSerializer(
+                {
+                    "machine_rater": annotator.name if annotator else None,
+                    "taken": change.taken,
+                    "withdrawn": change.withdrawn,
+                    "filled": change.filled,
+                    "given_back": change.given_back,
+                }
+            ).data
+        )
 
     @extend_schema(
         parameters=[RUN_ID],

@@ -475,6 +475,7 @@ class StudyEvent(models.Model):
         INVITATION_REVOKED = "invitation_revoked", "Revoked an invitation"
         INVITATION_ACCEPTED = "invitation_accepted", "Accepted an invitation"
         ANNOTATIONS_IMPORTED = "annotations_imported", "Imported annotations from a file"
+        MACHINE_RATER = "machine_rater", "Chose the machine counted as one of k"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="events")
     actor = models.ForeignKey(

@@ -1,8 +1,9 @@
 """Machine annotators: language models and a scikit-learn model (machines.classical) that label
 a study's items beside people. Their labels live here, apart from people's (labeling.Annotation):
 they are never shown to a person before that person submitted their own labels of the item,
-never count toward k and never enter gold; the agreement report measures them against people
-and gold.
+and by default never count toward k and never enter gold; the agreement report measures them
+against people and gold. A study may count one language model as one of its k raters
+(machines.seats).
 """
 
 from django.conf import settings
@@ -32,6 +33,14 @@ class MachineAnnotator(TimestampedModel):
     # its labels count as a rater's (toward an item's k, in the human agreement figures and in
     # gold resolution). Off by default: a machine is reported apart and never enters gold.
     counts_toward_k = models.BooleanField(default=False)
+    # The user whose assignments are the machine's seats in that design (machines.seats).
+    rater_user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="machine_annotator",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -41,6 +41,13 @@ def report_add_machines(*, study, tables, filters, level, dimensions: dict[str, 
             "name", flat=True
         )
     )
+    # A machine's seats (the one human replaced design) are in the human tables; the machine
+    # figures measure machines against people only.
+    seats = set(
+        MachineAnnotator.objects.filter(study=study, rater_user__isnull=False).values_list(
+            "rater_user__username", flat=True
+        )
+    )
     roll_ups = _roll_ups(study, level)
     gold = item_gold(item_ids=sorted(admitted))
     for key, table in tables.items():
@@ -63,7 +70,8 @@ def report_add_machines(*, study, tables, filters, level, dimensions: dict[str, 
         for item, annotator, label_set in zip(
             table.item_ids, table.annotators, table.label_sets, strict=True
         ):
-            humans.setdefault(annotator, {})[item] = label_set
+            if annotator not in seats:
+                humans.setdefault(annotator, {})[item] = label_set
         gold_of = {
             item: frozenset(roll_up.get(k, k) for k in by_dimension[key])
             for item, by_dimension in gold.items()

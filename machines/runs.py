@@ -48,6 +48,7 @@ from machines.prompts import (
     system_prompt,
     user_prompt,
 )
+from machines.seats import machine_seat_fill, machine_seats_fill, machine_seats_take
 from taxonomy.models import Category, Dimension
 from taxonomy.selectors import categories_of_version
 
@@ -353,6 +354,8 @@ def _execute(run: MachineRun, owner: str) -> None:
         }
     )
     run.parameters = parameters
+    if annotator.counts_toward_k:  # items added since the machine was chosen get its seat too
+        machine_seats_take(annotator=annotator)
     items = StudyItem.objects.filter(study=study)
     # Items labeled by this run before it stopped (it is resumed) are not labeled again, nor
     # counted as skipped: they are among its items done.
@@ -432,6 +435,8 @@ def _execute(run: MachineRun, owner: str) -> None:
     parameters["logprobs"] = endpoint.use_logprobs
     parameters["models_answering"] = sorted(models_answering)
     MachineRun.objects.filter(pk=run.pk).update(parameters=parameters)
+    if annotator.counts_toward_k:  # the seats of items skipped as labeled before
+        machine_seats_fill(annotator=annotator)
     if aborted:
         raise RunAborted(f"The endpoint refused the run: {aborted}")
 
@@ -574,6 +579,8 @@ def _item_store(
         MachineRun.objects.filter(pk=run.pk).update(**counters)
         if not complete:
             _item_error_note(run.pk, request.item_id, outcome.error or "incomplete answer")
+    if complete and run.annotator.counts_toward_k:
+        machine_seat_fill(annotator=run.annotator, item_id=request.item_id)
 
 
 def _item_error_note(run_id: int, item_id: int, error: str) -> None:

@@ -20,7 +20,9 @@ from machines.models import MachineAnnotator, MachineLabel, MachineRun
 
 
 def study_machine_annotators(*, study: Study) -> QuerySet[MachineAnnotator]:
-    return MachineAnnotator.objects.filter(study=study).order_by("name")
+    return (
+        MachineAnnotator.objects.filter(study=study).select_related("rater_user").order_by("name")
+    )
 
 
 def study_machine_runs(*, study: Study) -> QuerySet[MachineRun]:

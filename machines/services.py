@@ -214,23 +214,3 @@ def _send_on_commit(run: MachineRun) -> None:
         MachineRun.objects.filter(pk=run.pk).update(task_id=result.id or "")
 
     transaction.on_commit(send)
-
-
-# ---------------------------------------------------------------------------------------------
-# The "one human replaced" design
-# ---------------------------------------------------------------------------------------------
-
-
-def study_machine_rater_set(*, study: Study, annotator: MachineAnnotator | None) -> None:
-    """Choose the study's machine annotator that counts as one of its k raters (the "one human
-    replaced" design), or none (the default: every machine is reported apart). One at most per
-    study (a constraint of MachineAnnotator). Recorded and stated with the report and the
-    export; see docs/machines.md for what it changes."""
-    if annotator is not None and annotator.study_id != study.pk:
-        raise ApplicationError("That machine annotator is not one of this study's.")
-    with transaction.atomic():
-        MachineAnnotator.objects.filter(study=study, counts_toward_k=True).exclude(
-            pk=getattr(annotator, "pk", None)
-        ).update(counts_toward_k=False)
-        if annotator is not None:
-            MachineAnnotator.objects.filter(pk=annotator.pk).update(counts_toward_k=True)

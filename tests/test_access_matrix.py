@@ -457,6 +457,13 @@ CASES = [
         method="post",
     ),
     api(
+        "machine rater: none",
+        "/api/studies/demo/machines/rater/",
+        managers(200),
+        method="put",
+        data={"annotator": None},
+    ),
+    api(
         "machine labels of an item",
         "/api/studies/demo/items/{demo_item_id}/machine-labels/",
         # The adjudicator sees them once the item is in resolution; it is still open here.

@@ -104,6 +104,7 @@ PAGES: dict[str, list[str]] = {
         "GET /api/studies/{slug}/machines/",
         "POST /api/studies/{slug}/machines/",
         "POST /api/studies/{slug}/machines/classical/",
+        "PUT /api/studies/{slug}/machines/rater/",
     ],
     "machine_run": [
         "GET /api/studies/{slug}/machines/runs/{run_id}/",

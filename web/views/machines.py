@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 from common.exceptions import ApplicationError
 from labeling.models import Study
 from machines.models import MachineAnnotator, MachineRun
+from machines.seats import SeatChange, study_machine_rater_set
 from machines.selectors import study_machine_annotators, study_machine_runs
 from machines.services import (
     classical_run_request,
@@ -22,7 +23,6 @@ from machines.services import (
     machine_run_is_resumable,
     machine_run_request,
     machine_run_resume,
-    study_machine_rater_set,
 )
 from web.forms import MachineAnnotatorForm
 from web.views.studies import study_for_manager
@@ -85,11 +85,12 @@ def study_machines(request: HttpRequest, slug: str) -> HttpResponse:
         if action == "rater":
             chosen = request.POST.get("annotator", "")
             annotator = _annotator_or_404(study, chosen) if chosen else None
-            study_machine_rater_set(study=study, annotator=annotator)
-            if annotator is None:
-                messages.success(request, "No machine counts as a rater: all are reported apart.")
+            try:
+                change = study_machine_rater_set(study=study, annotator=annotator, by=request.user)
+            except ApplicationError as error:
+                messages.error(request, error.message)
             else:
-                messages.success(request, f"{annotator.name} now counts as one of the k raters.")
+                messages.success(request, _rater_message(annotator, change))
             return redirect("study_machines", slug=study.slug)
         if action == "resume":
             run = _run_or_404(study, request.POST.get("run", ""))
@@ -102,6 +103,19 @@ def study_machines(request: HttpRequest, slug: str) -> HttpResponse:
             return redirect("machine_run", slug=study.slug, run_id=run.pk)
         return HttpResponse("Unknown action.", status=400)
     return _page(request, study, roles, form)
+
+
+def _rater_message(annotator: MachineAnnotator | None, change: SeatChange) -> str:
+    given_back = (
+        f" {change.given_back} unfilled seats given back to people." if change.given_back else ""
+    )
+    if annotator is None:
+        return "No machine counts as a rater: all are reported apart." + given_back
+    return (
+        f"{annotator.name} now counts as one of the k raters: it took {change.taken} seats "
+        f"({change.withdrawn} from people who had not opened the item) and filled "
+        f"{change.filled} with its latest labels.{given_back}"
+    )
 
 
 def _page(
