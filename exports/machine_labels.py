@@ -14,6 +14,7 @@ import orjson
 
 from labeling.models import Study
 from machines.models import MachineAnnotator, MachineLabel, MachineRun
+from machines.selectors import machine_labels_current
 
 LABEL_COLUMNS = (
     "issue", "machine", "kind", "counts_as_rater", "run", "dimension", "categories",
@@ -22,10 +23,11 @@ LABEL_COLUMNS = (
 
 
 def machine_label_rows(*, study: Study) -> list[dict[str, Any]]:
-    """Each machine's latest label of each item and dimension (a later run's replaces an
-    earlier one's), ordered by issue, machine and dimension. One query."""
+    """Each machine's standing label of each item and dimension (machines.selectors.
+    machine_labels_current: a later run's replaces an earlier one's), ordered by issue, machine
+    and dimension. One query."""
     labels = (
-        MachineLabel.objects.filter(run__annotator__study=study)
+        machine_labels_current(study_id=study.pk)
         .select_related("run__annotator", "dimension", "item__issue__repository")
         .order_by("run_id", "id")
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db.models import QuerySet
+from django.db.models import Max, Q, QuerySet
 
 from labeling.access import ADJUDICATOR, MANAGER
 from labeling.models import Assignment, Study, StudyItem
@@ -39,6 +39,28 @@ def study_machine_rater(*, study: Study) -> MachineAnnotator | None:
     return MachineAnnotator.objects.filter(study=study, counts_toward_k=True).first()
 
 
+def machine_labels_current(*, study_id: int) -> QuerySet[MachineLabel]:
+    """The study's machine labels that still stand. A language model's run labels the items it
+    has not labeled before with its settings, so each of its labels stands until a later run
+    labels the item again. The scikit-learn annotator labels every item at each run, from the
+    gold of that moment: only its latest run that labeled anything stands, and a dimension
+    that run skipped (too little gold) has no label, not an older run's."""
+    latest_classical = (
+        MachineRun.objects.filter(
+            annotator__study_id=study_id,
+            annotator__kind=MachineAnnotator.Kind.CLASSICAL,
+            status=MachineRun.Status.FINISHED,
+            items_done__gt=0,
+        )
+        .values("annotator_id")
+        .annotate(latest=Max("id"))
+        .values_list("latest", flat=True)
+    )
+    return MachineLabel.objects.filter(run__annotator__study_id=study_id).exclude(
+        Q(run__annotator__kind=MachineAnnotator.Kind.CLASSICAL) & ~Q(run_id__in=latest_classical)
+    )
+
+
 def study_machine_ratings(
     *, study: Study, dimension_ids: Iterable[int]
 ) -> dict[str, dict[str, dict[int, MachineRating]]]:
@@ -46,9 +68,8 @@ def study_machine_ratings(
     run of each annotator that labeled the item (an item labeled again under new settings
     counts with its new label). One query."""
     rows = (
-        MachineLabel.objects.filter(
-            run__annotator__study=study, dimension_id__in=list(dimension_ids)
-        )
+        machine_labels_current(study_id=study.pk)
+        .filter(dimension_id__in=list(dimension_ids))
         .values_list(
             "run__annotator__name",
             "run_id",
@@ -89,7 +110,8 @@ def machine_labels_visible_to(*, item: StudyItem, user, roles: set[str]) -> bool
 def item_machine_labels(*, item: StudyItem) -> list[MachineLabel]:
     """The latest label of each machine annotator on each dimension of an item."""
     labels = (
-        MachineLabel.objects.filter(item=item)
+        machine_labels_current(study_id=item.study_id)
+        .filter(item=item)
         .select_related("run__annotator", "dimension")
         .order_by("run_id")
     )

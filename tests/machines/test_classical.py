@@ -239,3 +239,27 @@ def test_only_managers_start_it(study, people):
         response = client.post("/api/studies/demo/machines/classical/", format="json")
         assert response.status_code == expected, name
     assert not MachineRun.objects.exists()
+
+
+def test_a_dimension_the_latest_run_skipped_has_no_label_left(signal_study, people):
+    """Each run learns from the gold of its moment: a dimension with too little gold at the
+    latest run keeps no label of an earlier run, in the report, an item's labels or the export."""
+    from exports.machine_labels import machine_label_rows
+    from machines.selectors import item_machine_labels, study_machine_ratings
+
+    study, items = signal_study
+    first = _run(study)
+    assert MachineLabel.objects.filter(run=first, dimension__key="root_cause").exists()
+    Resolution.objects.filter(item__study=study, dimension__key="root_cause").delete()
+    second = _run(study)
+    assert "skipped" in second.parameters["dimensions"]["root_cause"]
+
+    dimension_ids = list(study.codebook_version.dimensions.values_list("id", flat=True))
+    ratings = study_machine_ratings(study=study, dimension_ids=dimension_ids)
+    assert "root_cause" not in ratings and "screening" in ratings
+    labels = item_machine_labels(item=items[0])
+    assert labels and {label.run_id for label in labels} == {second.pk}
+    assert "root_cause" not in {label.dimension.key for label in labels}
+    rows = machine_label_rows(study=study)
+    assert rows and {row["run"] for row in rows} == {second.pk}
+    assert "root_cause" not in {row["dimension"] for row in rows}
