@@ -46,7 +46,8 @@ def main() -> None:
     from machines.models import MachineLabel
     from machines.runs import machine_run_execute
     from machines.services import classical_run_request
-    from machines.similar import study_neighbours
+    from machines.similar import study_neighbours_compute
+    from machines.similar_panel import study_neighbours
     from taxonomy.codebook_file import codebook_file_read
     from taxonomy.models import Category
     from taxonomy.services import codebook_load
@@ -180,7 +181,7 @@ def main() -> None:
     )
 
     started = time.perf_counter()
-    study_neighbours(study=study)
+    study_neighbours_compute(study=study)  # what the background task does at this size
     first_seconds = time.perf_counter() - started
     started = time.perf_counter()
     study_neighbours(study=study)

@@ -1,44 +1,49 @@
-"""Similar issues for the labeling page: an item's nearest neighbours among the study's items by
-the cosine of their TF-IDF (title, body and comments), with the near-copies flagged as duplicate
-candidates for screening.
+"""The similar-issues index of a study: every item's nearest neighbours among the study's items
+by the cosine of their TF-IDF (title, body and comments). What the labeling page shows of it is
+machines.similar_panel's.
 
-The neighbours of every item are computed together, the first time a page asks, and kept in the
-cache under the study and the state of its items' texts, so that a page view costs one query to
-read that state and one to read its five neighbours. What a page shows of the neighbours is
-decided here too: their titles, always; their gold labels, only where the study allows it and
-never of an item the viewer still has to label; never people's or machines' labels.
+The neighbours of every item are computed together and kept in the cache under the study and the
+state of its items' texts (`CorpusState`), and as the study's latest index, which a page serves
+while a newer one is computed in the background (machines.tasks.similar_index_task).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.db.models import Count, Max
 
-from corpus.models import Issue
-from labeling.models import Assignment, Resolution, Study, StudyItem
+from labeling.models import Study, StudyItem
 from machines.classical import study_item_texts
 from machines.prompts import sha256_of
 
 TOP = 5
-DUPLICATE_SCORE = 0.8  # cosine from which a neighbour is flagged as a duplicate candidate
 CACHE_SECONDS = 24 * 60 * 60
 CHUNK = 512  # rows of the similarity matrix computed at once (CHUNK x items floats)
 VECTORISER = {"sublinear_tf": True, "stop_words": "english", "max_features": 200_000}
-INDEX_VERSION = 1  # bumped when the computation changes, so that no stale index is served
+INDEX_VERSION = 2  # bumped when the computation changes, so that no stale index is served
+
+Neighbours = dict[int, list[tuple[int, float]]]
 
 
 @dataclass(frozen=True)
-class SimilarIssue:
-    item_id: int
-    issue: Issue
-    score: float
-    duplicate: bool
-    # (dimension name, category names) of the item's gold labels, when shown
-    gold: list[tuple[str, list[str]]] = field(default_factory=list)
+class CorpusState:
+    """Where a study's texts stand: `key` changes when its items or their issues change (an
+    issue is stored again when a sync finds it changed, new comments included)."""
+
+    study_id: int
+    key: str
+    items: int
+
+    @property
+    def cache_key(self) -> str:
+        return f"machines:similar:{INDEX_VERSION}:{self.study_id}:{self.key}"
+
+    @property
+    def latest_cache_key(self) -> str:
+        return f"machines:similar:{INDEX_VERSION}:{self.study_id}:latest"
 
 
 def neighbours_of(texts: list[str], *, top: int = TOP) -> list[list[tuple[int, float]]]:
@@ -71,79 +76,22 @@ def neighbours_of(texts: list[str], *, top: int = TOP) -> list[list[tuple[int, f
     return empty
 
 
-def study_corpus_state(*, study: Study) -> str:
-    """A short hash that changes when the study's items or their issues change (an issue is
-    stored again when a sync finds it changed, new comments included). One query."""
+def study_corpus_state(*, study: Study) -> CorpusState:
+    """Where the study's texts stand. One query."""
     state = StudyItem.objects.filter(study=study).aggregate(
         n=Count("id"), latest_item=Max("id"), latest_issue=Max("issue__stored_at")
     )
-    return sha256_of(state)[:16]
+    return CorpusState(study_id=study.pk, key=sha256_of(state)[:16], items=state["n"])
 
 
-def study_neighbours(*, study: Study) -> dict[int, list[tuple[int, float]]]:
-    """item id -> its nearest neighbours (item id, cosine) among the study's items, from the
-    cache when the study's texts have not changed since it was computed."""
-    key = f"machines:similar:{INDEX_VERSION}:{study.pk}:{study_corpus_state(study=study)}"
-    table = cache.get(key)
-    if table is None:
-        item_ids, texts = study_item_texts(study=study)
-        table = {
-            item_ids[row]: [(item_ids[other], score) for other, score in found]
-            for row, found in enumerate(neighbours_of(texts))
-        }
-        cache.set(key, table, CACHE_SECONDS)
-    return table
-
-
-def item_similar_issues(
-    *, study: Study, item: StudyItem, user: AbstractBaseUser
-) -> list[SimilarIssue]:
-    """The item's similar issues as the labeling page shows them to this person."""
-    neighbours = study_neighbours(study=study).get(item.pk, [])
-    if not neighbours:
-        return []
-    ids = [other for other, _ in neighbours]
-    items = {
-        other.pk: other
-        for other in StudyItem.objects.filter(study=study, pk__in=ids).select_related(
-            "issue__repository"
-        )
+def study_neighbours_compute(*, study: Study) -> Neighbours:
+    """Compute the study's index (item id -> its nearest neighbours as (item id, cosine)) and
+    keep it in the cache, under the state its texts were read in and as the study's latest."""
+    state = study_corpus_state(study=study)
+    item_ids, texts = study_item_texts(study=study)
+    table = {
+        item_ids[row]: [(item_ids[other], score) for other, score in found]
+        for row, found in enumerate(neighbours_of(texts))
     }
-    gold = _gold_shown(study=study, user=user, item_ids=ids)
-    return [
-        SimilarIssue(
-            item_id=other,
-            issue=items[other].issue,
-            score=score,
-            duplicate=score >= DUPLICATE_SCORE,
-            gold=gold.get(other, []),
-        )
-        for other, score in neighbours
-        if other in items
-    ]
-
-
-def _gold_shown(
-    *, study: Study, user: AbstractBaseUser, item_ids: list[int]
-) -> dict[int, list[tuple[str, list[str]]]]:
-    """The gold labels of these items that the page may show: none unless the study allows
-    it, and none of an item this person has an unsubmitted assignment of (a tie-breaker, a
-    relabeling): that would tell them the answer before they gave theirs."""
-    if not study.show_similar_gold:
-        return {}
-    open_items = set(
-        Assignment.objects.filter(item_id__in=item_ids, annotator=user)
-        .exclude(status=Assignment.Status.SUBMITTED)
-        .values_list("item_id", flat=True)
-    )
-    shown: dict[int, list[tuple[str, list[str]]]] = {}
-    resolutions = (
-        Resolution.objects.filter(item_id__in=set(item_ids) - open_items)
-        .select_related("dimension")
-        .prefetch_related("categories")
-        .order_by("item_id", "dimension__position")
-    )
-    for resolution in resolutions:
-        names = sorted(category.name for category in resolution.categories.all())
-        shown.setdefault(resolution.item_id, []).append((resolution.dimension.name, names))
-    return shown
+    cache.set_many({state.cache_key: table, state.latest_cache_key: table}, CACHE_SECONDS)
+    return table

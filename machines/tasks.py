@@ -1,8 +1,10 @@
-"""Celery tasks of machine annotators: thin adapters over `machines.services`."""
+"""Celery tasks of machine annotators: thin adapters over `machines.runs` and `machines.similar`."""
 
 from celery import shared_task
 
+from labeling.models import Study
 from machines.runs import machine_run_execute
+from machines.similar import study_neighbours_compute
 
 
 @shared_task(
@@ -15,3 +17,12 @@ from machines.runs import machine_run_execute
 def machine_run_task(run_id: int) -> dict:
     run = machine_run_execute(run_id=run_id)
     return {"run": run.pk, "status": run.status, "items_done": run.items_done}
+
+
+@shared_task(ignore_result=True)
+def similar_index_task(study_id: int) -> int:
+    """Compute a study's similar-issues index; how many items it holds."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is None:
+        return 0
+    return len(study_neighbours_compute(study=study))

@@ -13,12 +13,9 @@ from labeling.models import Assignment, Study
 from labeling.services.annotations import DimensionAnswer, assignment_save
 from labeling.services.resolutions import item_tiebreaker_request
 from labeling.services.studies import study_member_add
-from machines.similar import (
-    DUPLICATE_SCORE,
-    item_similar_issues,
-    neighbours_of,
-    study_neighbours,
-)
+from machines import similar_panel
+from machines.similar import neighbours_of
+from machines.similar_panel import DUPLICATE_SCORE, item_similar_issues, study_neighbours
 from tests.conftest import SCREENED_IN
 
 PAGE_TEXT = "deepspeed zero stage three checkpoint save hangs forever on rank zero"
@@ -134,6 +131,47 @@ def test_the_index_is_kept_until_the_texts_change(similar_study, django_assert_n
     assert items[5].pk not in dict(first[items[0].pk])
     changed = dict(study_neighbours(study=study)[items[0].pk])
     assert changed[items[5].pk] == pytest.approx(1.0)
+
+
+def test_a_large_study_computes_its_index_in_the_background(similar_study, monkeypatch):
+    """Above INLINE_MAX_ITEMS a page never computes the index: it queues the task once per
+    state of the texts and serves the latest index meanwhile."""
+    from django.core.cache import cache
+
+    from config.celery import app as celery_app
+
+    study, items = similar_study
+    monkeypatch.setattr(similar_panel, "INLINE_MAX_ITEMS", 10)
+    queued: list[int] = []
+    monkeypatch.setattr(
+        similar_panel.similar_index_task, "delay", lambda study_id: queued.append(study_id)
+    )
+    cache.clear()
+    assert study_neighbours(study=study) == {}  # nothing yet: no index is computed in the page
+    assert study_neighbours(study=study) == {}
+    assert queued == [study.pk]  # once, however many pages ask
+
+    # The worker's computation, as the task runs it.
+    monkeypatch.undo()
+    monkeypatch.setattr(similar_panel, "INLINE_MAX_ITEMS", 10)
+    before = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    try:
+        assert similar_panel.similar_index_task.delay(study.pk).get() == len(items)
+    finally:
+        celery_app.conf.task_always_eager = before
+    first = study_neighbours(study=study)
+    assert [other for other, _ in first[items[0].pk]][:1] == [items[1].pk]
+
+    # The texts change: the latest index is served while the new one is queued.
+    issue = Issue.objects.get(pk=items[5].issue_id)
+    issue.title = PAGE_TEXT
+    issue.save()
+    monkeypatch.setattr(
+        similar_panel.similar_index_task, "delay", lambda study_id: queued.append(study_id)
+    )
+    assert study_neighbours(study=study) == first
+    assert queued == [study.pk, study.pk]
 
 
 def test_neighbours_of_plain_texts():

@@ -47,7 +47,7 @@ from labeling.selectors import (
 )
 from labeling.services.annotations import assignment_save, assignment_skip
 from labeling.services.studies import item_next_for_annotator
-from machines.similar import item_similar_issues
+from machines.similar_panel import item_similar_issues
 from taxonomy.selectors import (
     dimensions_of_version,
 )

@@ -1,0 +1,113 @@
+"""Similar issues for the labeling page: an item's nearest neighbours among the study's items
+(machines.similar), with the near-copies flagged as duplicate candidates for screening.
+
+A page view costs one query to read the state of the study's texts and one to read its five
+neighbours. A study of up to INLINE_MAX_ITEMS items computes an index that is out of date in the
+request (about a second at that size); a larger one queues machines.tasks.similar_index_task and
+serves its latest index meanwhile (or none, the first time), so no request grows with the study.
+What a page shows of the neighbours is decided here too: their titles, always; their gold labels,
+only where the study allows it and never of an item the viewer still has to label; never
+people's or machines' labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
+
+from corpus.models import Issue
+from labeling.models import Assignment, Resolution, Study, StudyItem
+from machines.similar import (
+    Neighbours,
+    study_corpus_state,
+    study_neighbours_compute,
+)
+from machines.tasks import similar_index_task
+
+DUPLICATE_SCORE = 0.8  # cosine from which a neighbour is flagged as a duplicate candidate
+INLINE_MAX_ITEMS = 2_000
+QUEUED_SECONDS = 10 * 60  # a queued computation is not queued again meanwhile
+
+
+@dataclass(frozen=True)
+class SimilarIssue:
+    item_id: int
+    issue: Issue
+    score: float
+    duplicate: bool
+    # (dimension name, category names) of the item's gold labels, when shown
+    gold: list[tuple[str, list[str]]] = field(default_factory=list)
+
+
+def study_neighbours(*, study: Study) -> Neighbours:
+    """The study's index for its texts as they stand; for a large study whose index is out of
+    date, the latest one while the new one is computed in the background."""
+    state = study_corpus_state(study=study)
+    table = cache.get(state.cache_key)
+    if table is not None:
+        return table
+    if state.items <= INLINE_MAX_ITEMS:
+        return study_neighbours_compute(study=study)
+    # cache.add: one queued computation per state, whatever the number of pages asking.
+    if cache.add(f"{state.cache_key}:queued", True, QUEUED_SECONDS):
+        similar_index_task.delay(study.pk)
+        table = cache.get(state.cache_key)  # computed already where tasks run inline
+        if table is not None:
+            return table
+    return cache.get(state.latest_cache_key) or {}
+
+
+def item_similar_issues(
+    *, study: Study, item: StudyItem, user: AbstractBaseUser
+) -> list[SimilarIssue]:
+    """The item's similar issues as the labeling page shows them to this person."""
+    neighbours = study_neighbours(study=study).get(item.pk, [])
+    if not neighbours:
+        return []
+    ids = [other for other, _ in neighbours]
+    items = {
+        other.pk: other
+        for other in StudyItem.objects.filter(study=study, pk__in=ids).select_related(
+            "issue__repository"
+        )
+    }
+    gold = _gold_shown(study=study, user=user, item_ids=ids)
+    return [
+        SimilarIssue(
+            item_id=other,
+            issue=items[other].issue,
+            score=score,
+            duplicate=score >= DUPLICATE_SCORE,
+            gold=gold.get(other, []),
+        )
+        for other, score in neighbours
+        if other in items
+    ]
+
+
+def _gold_shown(
+    *, study: Study, user: AbstractBaseUser, item_ids: list[int]
+) -> dict[int, list[tuple[str, list[str]]]]:
+    """The gold labels of these items that the page may show: none unless the study allows
+    it, and none of an item this person has an unsubmitted assignment of (a tie-breaker, a
+    relabeling): that would tell them the answer before they gave theirs."""
+    if not study.show_similar_gold:
+        return {}
+    open_items = set(
+        Assignment.objects.filter(item_id__in=item_ids, annotator=user)
+        .exclude(status=Assignment.Status.SUBMITTED)
+        .values_list("item_id", flat=True)
+    )
+    shown: dict[int, list[tuple[str, list[str]]]] = {}
+    resolutions = (
+        Resolution.objects.filter(item_id__in=set(item_ids) - open_items)
+        .select_related("dimension")
+        .prefetch_related("categories")
+        .order_by("item_id", "dimension__position")
+    )
+    for resolution in resolutions:
+        names = sorted(category.name for category in resolution.categories.all())
+        shown.setdefault(resolution.item_id, []).append((resolution.dimension.name, names))
+    return shown
