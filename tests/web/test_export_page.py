@@ -183,3 +183,28 @@ def test_a_large_study_is_sent_to_the_jobs(resolved_study, people, monkeypatch):
 
     assert "Download now" not in page
     assert response.status_code == 400 and b"start an export" in response.content
+
+
+def test_one_form_downloads_now_or_starts_a_job(resolved_study, people):
+    """One form and its options, two buttons: Download now goes to the download's address
+    with the options and no token in it; Start export starts a job."""
+    client = login(people["manager"])
+    url = f"/studies/{resolved_study.slug}/export/"
+    page = client.get(url).content.decode()
+    assert page.count('<form method="post" action="/studies/') == 1
+    assert 'value="download" class="primary">Download now' in page
+
+    response = client.post(url, {"format": "csv", "raw": "on", "action": "download"})
+    assert response.status_code == 302
+    location = response["Location"]
+    assert location.startswith(f"/studies/{resolved_study.slug}/export/download/?")
+    assert "format=csv" in location and "raw=True" in location
+    assert "pseudonymise" not in location and "csrf" not in location
+    download = client.get(location)
+    assert download.status_code == 200
+    assert b"".join(download.streaming_content).startswith(b"issue,repository")
+    assert not ExportJob.objects.exists()
+
+    response = client.post(url, {"format": "jsonl", "action": "job"})
+    assert response.status_code == 302
+    assert ExportJob.objects.get().format == "jsonl"

@@ -4,6 +4,7 @@ small study's dataset at once. Files are served only here, after the permission 
 from a public media URL."""
 
 import tempfile
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
@@ -11,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from common.exceptions import ApplicationError
@@ -57,11 +59,16 @@ def _jobs_context(study: Study) -> dict:
 
 @login_required
 def study_export(request: HttpRequest, slug: str) -> HttpResponse:
-    """GET: the page. POST: start an export job (format, raw, pseudonymise)."""
+    """GET: the page. POST: one form, two buttons: download at once (a small study; redirected
+    to the download's GET address, which carries the options and no token) or start an export
+    job (format, raw, pseudonymise)."""
     study = _study_for_export(request, slug)
     form = ExportForm(request.POST or None)
     status = 200
     if request.method == "POST":
+        if form.is_valid() and request.POST.get("action") == "download":
+            query = urlencode({k: v for k, v in form.cleaned_data.items() if v is not False})
+            return redirect(f"{reverse('study_export_download', args=[study.slug])}?{query}")
         if form.is_valid():
             try:
                 job = export_job_start(study=study, user=request.user, **form.cleaned_data)
@@ -78,7 +85,6 @@ def study_export(request: HttpRequest, slug: str) -> HttpResponse:
         "oversees": True,
         "manages": True,
         "form": form,
-        "direct_form": ExportForm(auto_id="direct_%s"),
         "items": items,
         "direct": items <= DIRECT_DOWNLOAD_MAX_ITEMS,
         "direct_max": DIRECT_DOWNLOAD_MAX_ITEMS,
