@@ -69,7 +69,7 @@ def report_settings_text(report: dict, *, every_round: bool = False) -> str:
     if rater:
         parts.append(
             f"design: one human replaced, the machine annotator {rater} chosen as one of the k "
-            "raters (its labels are reported in the machine figures)"
+            "raters (the labels it submitted in its seats count here as a rater's)"
         )
     return "; ".join(parts) + "."
 
