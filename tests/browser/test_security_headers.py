@@ -40,8 +40,11 @@ def test_the_labeling_page_works_under_the_policy(study, new_page, live_server):
     assert directives["script-src"] == "'self'"
     assert directives["style-src"] == "'self'"
     page.keyboard.press("?")  # the page's own script opens the shortcuts
-    assert page.get_by_role("dialog", name="Keyboard shortcuts").is_visible()
+    dialog = page.get_by_role("dialog", name="Keyboard shortcuts")
+    assert dialog.is_visible()
     page.keyboard.press("Escape")
+    # A key pressed while the dialog is still closing goes to the dialog and is lost.
+    dialog.wait_for(state="hidden")
     page.keyboard.press("1")  # a draft saved with htmx/fetch
     # A function, not an expression: Playwright evaluates expressions with eval, which the
     # policy refuses.
