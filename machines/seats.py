@@ -149,6 +149,8 @@ def machine_seats_take(*, annotator: MachineAnnotator) -> tuple[int, int]:
     """The study's rater machine takes its seats on the open items it holds none of yet (items
     added since it was chosen, too): (seats taken, of them withdrawn from people)."""
     study = annotator.study
+    if study.status != Study.Status.ACTIVE:
+        return 0, 0  # a closed study's assignments no longer change
     user = machine_rater_user(annotator)
     items = list(
         StudyItem.objects.filter(

@@ -141,6 +141,10 @@ def test_the_scikit_learn_annotator_and_closed_studies_are_refused(study, people
     Study.objects.filter(pk=study.pk).update(status=Study.Status.CLOSED)
     with pytest.raises(ApplicationError, match="closed"):
         study_machine_rater_set(study=study, annotator=model)
+    # A machine chosen before the study closed: its run takes no seat in the closed study.
+    MachineAnnotator.objects.filter(pk=model.pk).update(counts_toward_k=True)
+    model.refresh_from_db()
+    _run(model)
     assert not Assignment.objects.filter(annotator__username__startswith="machine.").exists()
 
 
