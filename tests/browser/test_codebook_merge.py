@@ -48,6 +48,7 @@ def test_a_manager_merges_two_categories_mid_study(study, people, new_page, live
     manager.wait_for_url(re.compile(r"/codebooks/versions/\d+/edit/$"))
     editor_url = manager.url
 
+    manager.get_by_text("Merge categories of Root cause").click()  # the form opens under it
     manager.get_by_label("Categories to merge (root_cause)").select_option("type_error")
     manager.get_by_label("Merge into (root_cause)").select_option("typo_wrong_identifier")
     manager.get_by_role("button", name="Merge in Root cause").click()
