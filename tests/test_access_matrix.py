@@ -836,7 +836,7 @@ SSO_ROUTES = (
     "/accounts/github/login/callback/",
 )
 CASES += [
-    public(f"single sign-on off: {url}", url, 404, method=method)
+    public(f"single sign-on off: {method.upper()} {url}", url, 404, method=method)
     for url in SSO_ROUTES
     for method in ("get", "post")
 ]
