@@ -10,7 +10,9 @@ from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 
 from accounts.sso_settings import sso_providers_config
 from labeling.models import Membership
@@ -126,6 +128,24 @@ def test_the_login_page_has_a_post_button_per_provider(client, sso):
     policy = page["Content-Security-Policy"]
     assert f"form-action 'self' {sso.base_url}" in policy
     assert sso.base_url not in client.get("/accounts/password_reset/")["Content-Security-Policy"]
+
+
+def test_the_login_page_reads_no_table_for_its_buttons(client, sso):
+    """The providers come from the settings, and allauth's middleware reads nothing: the page's
+    only statements are its request's transaction (ATOMIC_REQUESTS)."""
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get("/accounts/login/")
+    assert b"Sign in with Lab Login" in page.content
+    statements = [query["sql"].split()[0].upper() for query in queries.captured_queries]
+    assert set(statements) <= {"SAVEPOINT", "RELEASE", "BEGIN", "COMMIT"}, statements
+
+
+def test_a_socialapp_row_enables_nothing(client):
+    from allauth.socialaccount.models import SocialApp
+
+    SocialApp.objects.create(provider="github", name="GitHub", client_id="x", secret="y")
+    assert b"Sign in with" not in client.get("/accounts/login/").content
+    assert client.post(GITHUB_START).status_code == 404
 
 
 def test_starting_needs_a_post_with_the_csrf_token(sso):
