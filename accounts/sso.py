@@ -96,7 +96,7 @@ def sso_provider_configured(key: str, provider_id: str | None = None) -> bool:
 
 def sso_error_response(request: HttpRequest, reason: str, status: int) -> HttpResponse:
     """The page of a sign-in that did not happen: `reason` is "failed", "inactive",
-    "throttled" or "unknown"."""
+    "throttled" or "unreachable"."""
     return render(request, ERROR_TEMPLATE, {"reason": reason}, status=status)
 
 

@@ -322,8 +322,6 @@ SSO_GITHUB_URL = env("SSO_GITHUB_URL", default="")
 # Sign-in starts and returns from a provider per client address and hour (each start opens a
 # session); above it, a 429 page until the hour is up.
 SSO_PER_HOUR = env.int("SSO_PER_HOUR", default=300)
-
-
 SOCIALACCOUNT_PROVIDERS = sso_providers_config(
     oidc_server_url=SSO_OIDC_SERVER_URL,
     oidc_client_id=SSO_OIDC_CLIENT_ID,

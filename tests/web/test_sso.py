@@ -266,6 +266,21 @@ def test_a_refusal_at_the_provider_is_a_page(client, sso):
     _assert_refused(response, client)
 
 
+def test_an_unreachable_provider_is_a_page(client, settings, idp):
+    settings.SOCIALACCOUNT_PROVIDERS = sso_providers_config(
+        oidc_server_url="http://127.0.0.1:9",  # nothing listens there
+        oidc_client_id=idp.client_id,
+        oidc_client_secret=idp.client_secret,
+        oidc_name="Lab Login",
+        github_client_id="",
+        github_client_secret="",
+    )
+    response = client.post(START)
+    assert response.status_code == 502
+    assert b"could not be reached" in response.content
+    assert _signed_in_user(client) is None
+
+
 def test_a_taken_username_is_not_reused(client, sso, make_user):
     manager = make_user("person", is_superuser=True, is_staff=True)
     sso.person = {**sso.person, "email": "someone-else@lab.example"}

@@ -9,6 +9,7 @@ Policy allows the configured providers' origins as form targets, and no other pa
 """
 
 import hashlib
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -19,9 +20,12 @@ from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import path
 from django.views.decorators.cache import never_cache
+from requests import RequestException
 
 from accounts.sso import sso_error_response, sso_provider_configured, sso_providers
 from common.middleware import client_address
+
+logger = logging.getLogger(__name__)
 
 WINDOW_SECONDS = 60 * 60
 
@@ -55,7 +59,14 @@ def _guarded(key: str, view: Callable[..., HttpResponse]) -> Callable[..., HttpR
             return HttpResponse(status=405, headers={"Allow": "GET, POST"})
         if not _allowed(request):
             return sso_error_response(request, "throttled", 429)
-        return sso_form_targets(view(request, *args, **kwargs))
+        try:
+            response = view(request, *args, **kwargs)
+        except RequestException as error:
+            # The provider's discovery document could not be read to start with (allauth
+            # handles a failure later on, in the return, itself).
+            logger.warning("SSO provider unreachable: %s", error.__class__.__name__)
+            return sso_error_response(request, "unreachable", 502)
+        return sso_form_targets(response)
 
     return guarded
 
