@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from web.views import sso
 from web.views.docs import docs, docs_served
 from web.views.favicon import favicon
 from web.views.health import health
@@ -16,6 +17,9 @@ urlpatterns = [
     path("accounts/password_reset/", PasswordResetView.as_view(), name="password_reset"),
     path("favicon.ico", favicon, name="favicon"),
     path("accounts/", include("django.contrib.auth.urls")),
+    # Single sign-on: allauth's login and callback views, a 404 unless configured
+    # (web/views/sso.py); none of allauth's account pages.
+    path("accounts/", include(sso.urlpatterns)),
     path("admin/", admin.site.urls),
     path("api/", include("api.urls")),
     path("", include("web.urls")),

@@ -28,6 +28,7 @@ from django.urls.exceptions import Resolver404
 from rest_framework.test import APIClient
 
 from accounts.services import api_token_create
+from accounts.sso_settings import sso_providers_config
 from corpus.issue_import import issue_file_lines
 from corpus.models import Issue
 from corpus.services import issues_import
@@ -826,6 +827,20 @@ CASES += [
     public("password reset done", "/accounts/reset/done/", 200),
 ]
 
+# Single sign-on's routes (web/views/sso.py): without SSO_* settings, as here, they do not
+# answer, for anyone; test_sso_routes_when_configured walks them with providers configured.
+SSO_ROUTES = (
+    "/accounts/oidc/lab/login/",
+    "/accounts/oidc/lab/login/callback/",
+    "/accounts/github/login/",
+    "/accounts/github/login/callback/",
+)
+CASES += [
+    public(f"single sign-on off: {method.upper()} {url}", url, 404, method=method)
+    for url in SSO_ROUTES
+    for method in ("get", "post")
+]
+
 # The API: its root, schema and docs, for anyone signed in.
 CASES += [
     api("root", "/api/", signed_in(200)),
@@ -1288,6 +1303,36 @@ def test_every_route_and_method_has_a_case(world):
     assert not missing, "no case in the matrix for:\n" + "\n".join(missing)
     routes = project_routes()
     assert all(route in routes for route, _ in EXEMPT), "an exemption names no route"
+
+
+def test_sso_routes_when_configured(world):
+    """With both providers configured, every role alike: a GET of a start shows its button, a
+    POST sends to the provider (only the GitHub one here: the lab's would ask its provider for
+    its discovery document first), a return without a state is refused; another provider id
+    than the lab's is a 404."""
+    ids, users = world
+    providers = sso_providers_config(
+        oidc_server_url="http://127.0.0.1:9/",
+        oidc_client_id="issuecoder",
+        oidc_client_secret="not-secret",
+        oidc_name="Lab",
+        github_client_id="gh-client",
+        github_client_secret="not-secret",
+    )
+    cases = [
+        public("lab start page", "/accounts/oidc/lab/login/", 200),
+        public("lab return", "/accounts/oidc/lab/login/callback/", 400),
+        public("lab return: post", "/accounts/oidc/lab/login/callback/", 400, method="post"),
+        public("other provider id", "/accounts/oidc/other/login/", 404),
+        public("GitHub start page", "/accounts/github/login/", 200),
+        public("GitHub start", "/accounts/github/login/", 302, method="post"),
+        public("GitHub return", "/accounts/github/login/callback/", 400),
+        public("GitHub return: post", "/accounts/github/login/callback/", 400, method="post"),
+    ]
+    with override_settings(SOCIALACCOUNT_PROVIDERS=providers):
+        for case in cases:
+            seen = {role: _status(case, users[role], ids) for role in ROLES}
+            assert seen == case.expected, case.name
 
 
 @pytest.mark.parametrize("role", [role for role in ROLES if role != "anonymous"])

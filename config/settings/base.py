@@ -7,6 +7,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from accounts.sso_settings import sso_providers_config
 from common.log import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -45,6 +46,13 @@ INSTALLED_APPS = [
     "machines",
     "api",
     "web",
+    # Single sign-on (accounts/sso.py). Always installed, so that the migrations are the same
+    # whatever the configuration; after "web", whose templates replace allauth's.
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
+    "allauth.socialaccount.providers.github",
 ]
 
 MIDDLEWARE = [
@@ -66,6 +74,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # django-allauth's request context (no query); its redirects of /accounts/ are off, since
+    # its account pages are not routed.
+    "allauth.account.middleware.AccountMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     # After the messages: its page for htmx requests leaves a message for the reload.
     "common.outage.QueueOutageMiddleware",
@@ -294,6 +305,51 @@ MACHINES_BACKOFF_SECONDS = env.float("MACHINES_BACKOFF_SECONDS", default=1.0)
 MACHINES_MAX_WAIT_SECONDS = env.float("MACHINES_MAX_WAIT_SECONDS", default=60.0)
 MACHINES_ISSUE_CHAR_BUDGET = env.int("MACHINES_ISSUE_CHAR_BUDGET", default=12000)
 MACHINES_LEASE_SECONDS = env.int("MACHINES_LEASE_SECONDS", default=300)
+
+# Single sign-on through django-allauth (accounts/sso.py, docs/operations/sso.md): off unless a
+# provider is configured here. A lab's OpenID Connect provider needs its discovery URL (the
+# issuer; /.well-known/openid-configuration is appended), a client id and secret; GitHub a
+# client id and secret (GitHub Enterprise: SSO_GITHUB_URL). Providers come from these settings
+# only, never from SocialApp rows. Only allauth's social login and callback views are routed:
+# its password, signup and e-mail pages are not, the project's own stay.
+SSO_OIDC_SERVER_URL = env("SSO_OIDC_SERVER_URL", default="")
+SSO_OIDC_CLIENT_ID = env("SSO_OIDC_CLIENT_ID", default="")
+SSO_OIDC_CLIENT_SECRET = env("SSO_OIDC_CLIENT_SECRET", default="")
+SSO_OIDC_NAME = env("SSO_OIDC_NAME", default="your lab's account")
+SSO_GITHUB_CLIENT_ID = env("SSO_GITHUB_CLIENT_ID", default="")
+SSO_GITHUB_CLIENT_SECRET = env("SSO_GITHUB_CLIENT_SECRET", default="")
+SSO_GITHUB_URL = env("SSO_GITHUB_URL", default="")
+# Sign-in starts and returns from a provider per client address and hour (each start opens a
+# session); above it, a 429 page until the hour is up.
+SSO_PER_HOUR = env.int("SSO_PER_HOUR", default=300)
+SOCIALACCOUNT_PROVIDERS = sso_providers_config(
+    oidc_server_url=SSO_OIDC_SERVER_URL,
+    oidc_client_id=SSO_OIDC_CLIENT_ID,
+    oidc_client_secret=SSO_OIDC_CLIENT_SECRET,
+    oidc_name=SSO_OIDC_NAME,
+    github_client_id=SSO_GITHUB_CLIENT_ID,
+    github_client_secret=SSO_GITHUB_CLIENT_SECRET,
+    github_url=SSO_GITHUB_URL,
+)
+ACCOUNT_ADAPTER = "accounts.sso.AccountAdapter"
+SOCIALACCOUNT_ADAPTER = "accounts.sso.SocialAccountAdapter"
+# A first sign-in makes an account at once (no signup form); the provider's e-mail is taken as
+# it is, and nothing is mailed.
+SOCIALACCOUNT_AUTO_SIGNUP = True
+ACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_EMAIL_VERIFICATION = "none"
+# Linking to an existing account by a verified e-mail is accounts.sso's rule, not allauth's
+# (which would also wipe that account's password): see docs/operations/sso.md.
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
+SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = False
+# Two accounts may share an address (Django's users may); a new SSO account leaves the e-mail
+# empty when another account has it (accounts.sso).
+ACCOUNT_UNIQUE_EMAIL = False
+# Starting a sign-in is a POST with the CSRF token; a GET shows a page with that button.
+SOCIALACCOUNT_LOGIN_ON_GET = False
+# The provider's tokens are not kept: sign-in only, no calls on the user's behalf.
+SOCIALACCOUNT_STORE_TOKENS = False
+SOCIALACCOUNT_REQUESTS_TIMEOUT = 10
 
 # Celery: JSON only, bounded task time, broker from REDIS_URL.
 REDIS_URL = env("REDIS_URL", default="")

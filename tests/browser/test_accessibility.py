@@ -10,9 +10,12 @@ import re
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from django.core.cache import cache
 
+from accounts.sso_settings import sso_providers_config
 from labeling.models import Assignment, StudyItem
 from taxonomy.drafts import codebook_draft_create
+from tests.oidc_server import FakeIdentityProvider
 from tests.web.test_resolution_pages import disagree
 
 pytestmark = pytest.mark.browser
@@ -160,4 +163,47 @@ def test_the_keyboard_path_skips_what_does_not_apply(study, new_page, live_serve
             break
         assert page.evaluate("!document.activeElement.closest('fieldset.not-applicable')")
     assert page.evaluate("document.activeElement.id") == "submit-button"
+    assert not page.errors
+
+
+@pytest.fixture
+def sso(settings):
+    """Single sign-on configured, the lab's provider being the stand-in, GitHub too."""
+    with FakeIdentityProvider() as idp:
+        settings.SOCIALACCOUNT_PROVIDERS = sso_providers_config(
+            oidc_server_url=idp.base_url,
+            oidc_client_id=idp.client_id,
+            oidc_client_secret=idp.client_secret,
+            oidc_name="Lab Login",
+            github_client_id="gh-client",
+            github_client_secret=idp.client_secret,  # never used: GitHub is not called
+        )
+        cache.clear()  # the SSO_PER_HOUR counts
+        yield idp
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_login_page_with_single_sign_on_passes_axe(sso, new_page, live_server, width):
+    page = new_page(width=WIDTHS[width][0], height=WIDTHS[width][1])
+    page.goto(f"{live_server.url}/accounts/login/")
+    assert page.get_by_role("button", name="Sign in with Lab Login").is_visible()
+    assert page.get_by_role("button", name="Sign in with GitHub").is_visible()
+    assert blocking_violations(page) == []
+    scroll_width, inner_width = page.evaluate(
+        "[document.documentElement.scrollWidth, window.innerWidth]"
+    )
+    assert scroll_width <= inner_width
+    page.goto(f"{live_server.url}/accounts/oidc/lab/login/")  # the start page of a GET
+    assert blocking_violations(page) == []
+
+
+def test_a_browser_signs_in_through_the_provider(db, sso, new_page, live_server):
+    """The button's POST, the redirect to the provider (allowed by the login page's
+    form-action), the provider's redirect back, and home: in Chromium, under the policy."""
+    page = new_page()
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_role("button", name="Sign in with Lab Login").click()
+    page.wait_for_url(f"{live_server.url}/")
+    assert page.get_by_text("person").first.is_visible()
+    assert ("POST", "/token", 200) in sso.requests
     assert not page.errors

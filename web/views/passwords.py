@@ -1,6 +1,7 @@
 """Django's sign-in and password reset views, with what IssueCoder adds: the reset is throttled
 (accounts.password_reset), and off, with its link hidden, where no mail can be sent
-(PASSWORD_RESET_ENABLED: EMAIL_URL is unset in production)."""
+(PASSWORD_RESET_ENABLED: EMAIL_URL is unset in production); the login page has a button for each
+provider of single sign-on configured (web/views/sso.py)."""
 
 from typing import Any
 
@@ -10,7 +11,9 @@ from django.contrib.auth.forms import PasswordResetForm
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from accounts.password_reset import password_reset_allowed
+from accounts.sso import sso_providers
 from common.middleware import client_address
+from web.views.sso import sso_form_targets
 
 
 class LoginView(auth_views.LoginView):
@@ -18,7 +21,12 @@ class LoginView(auth_views.LoginView):
         return {
             **super().get_context_data(**kwargs),
             "password_reset_enabled": settings.PASSWORD_RESET_ENABLED,
+            # A button for each provider of single sign-on configured; none by default.
+            "sso_providers": sso_providers(),
         }
+
+    def render_to_response(self, context: dict[str, Any], **kwargs: Any) -> HttpResponse:
+        return sso_form_targets(super().render_to_response(context, **kwargs))
 
 
 class PasswordResetView(auth_views.PasswordResetView):
