@@ -70,6 +70,9 @@ def test_shortcuts_and_filter(study, new_page, live_server):
     page.wait_for_function(
         "!document.querySelector('fieldset[data-dimension=root_cause] input').disabled"
     )
+    # The screening's draft saved first, so that the save below is told apart from it.
+    page.wait_for_function("document.getElementById('save-state').textContent.includes('saved')")
+    page.evaluate("() => { document.getElementById('save-state').textContent = ''; }")
     page.keyboard.press("j")
     page.keyboard.press("j")  # root cause
     page.keyboard.press("/")
@@ -83,7 +86,9 @@ def test_shortcuts_and_filter(study, new_page, live_server):
     )
     assert page.locator("fieldset[data-dimension=root_cause] li.category:not([hidden])").count() < 5
     page.keyboard.press("1")
-    page.wait_for_function("document.getElementById('save-state').textContent.includes('saved')")
+    page.wait_for_function(
+        "document.getElementById('save-state').textContent.includes('saved')", timeout=20_000
+    )
     assert chosen("annotator1")["root_cause"] == [first_visible]
 
 
