@@ -6,7 +6,7 @@ from api import views
 from api.assignments import AssignmentViewSet
 from api.codebooks import urlpatterns as codebook_urlpatterns
 from api.exports import ExportJobViewSet, StudyExportViewSet
-from api.imports import CodebookImportView
+from api.imports import CodebookImportView, StudyRestoreView
 from api.invitations import AccountView, InvitationAcceptView
 from api.machines import StudyMachineViewSet
 from api.queue import StudyQueueViewSet
@@ -38,6 +38,8 @@ urlpatterns = [
     ),
     path("invitations/accept/", InvitationAcceptView.as_view(), name="invitation-accept"),
     path("codebooks/import/", CodebookImportView.as_view(), name="codebook-import"),
+    # Before the router's studies/{slug}/.
+    path("studies/restore/", StudyRestoreView.as_view(), name="study-restore"),
     path("account/", AccountView.as_view(), name="account"),
     path("", include(router.urls)),
 ]

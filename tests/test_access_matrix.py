@@ -1124,6 +1124,15 @@ CASES += [
         method="post",
     ),
     api("codebook import", "/api/codebooks/import/", signed_in(415), method="post"),
+    # Restoring a study from its dataset file: who may set studies up (here the superuser).
+    page("study restore", "/studies/restore/", only(200, "superuser", rest=403)),
+    page(
+        "study restore: upload",
+        "/studies/restore/",
+        only(400, "superuser", rest=403),  # reaches the form: no file
+        method="post",
+    ),
+    api("study restore", "/api/studies/restore/", only(415, "superuser", rest=403), method="post"),
     api("account", "/api/account/", signed_in(200)),
     api("account: name", "/api/account/", signed_in(200), method="patch", data={"first_name": "A"}),
 ]

@@ -23,6 +23,7 @@ urlpatterns = [
     path("", studies.home, name="home"),
     path("studies/new/", setup.study_new, name="study_new"),
     path("studies/new/preview/", setup.study_new_preview, name="study_new_preview"),
+    path("studies/restore/", imports.study_restore, name="study_restore"),
     path("studies/<slug:slug>/", studies.study_overview, name="study_overview"),
     path("studies/<slug:slug>/members/", setup.study_members, name="study_members"),
     path("studies/<slug:slug>/status/", lifecycle.study_status_change, name="study_status_change"),

@@ -152,6 +152,10 @@ MEDIA_ROOT = env("MEDIA_ROOT", default=str(BASE_DIR / "media"))
 # Requests bigger than this are refused before a view sees them; issue bodies of 1 MB still fit.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
+# Uploaded files, refused before they are read when larger: a dataset file to restore a study
+# from.
+DATASET_UPLOAD_MAX_BYTES = env.int("DATASET_UPLOAD_MAX_BYTES", default=50 * 1024 * 1024)
+
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the labeling script reads it to send drafts with htmx/fetch
 X_FRAME_OPTIONS = "DENY"

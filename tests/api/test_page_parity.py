@@ -136,6 +136,7 @@ PAGES: dict[str, list[str]] = {
     "account": ["GET /api/account/", "PATCH /api/account/"],
     "study_import": ["POST /api/studies/{slug}/annotation-import/"],
     "codebook_import": ["POST /api/codebooks/import/"],
+    "study_restore": ["POST /api/studies/restore/"],
     # The account's API tokens.
     "account_tokens": ["GET /api/tokens/", "POST /api/tokens/", "DELETE /api/tokens/{id}/"],
 }

@@ -1,15 +1,20 @@
-"""Uploading files in the product: an annotation CSV into a study (/studies/{slug}/import/) and
-a codebook file (/codebooks/import/). Thin: labeling.services.imports reads and checks them with
-the commands' own functions."""
+"""Uploading files in the product: an annotation CSV into a study (/studies/{slug}/import/), a
+codebook file (/codebooks/import/) and a dataset file to restore a study from
+(/studies/restore/). Thin: labeling.services.imports and exports.uploads read and check them
+with the commands' own functions."""
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from common.exceptions import ApplicationError
+from exports.formats import FORMATS
+from exports.uploads import dataset_upload_limit, dataset_upload_restore
+from labeling.access import user_can_create_study
 from labeling.services.imports import (
     ANNOTATION_FILE_MAX_BYTES,
     CODEBOOK_FILE_MAX_BYTES,
@@ -30,6 +35,21 @@ class CodebookUploadForm(forms.Form):
     file = forms.FileField(label="Codebook file (JSON, or YAML named .yaml/.yml)")
 
 
+class DatasetUploadForm(forms.Form):
+    file = forms.FileField(label="Dataset file (JSONL, CSV or Parquet, as the export writes it)")
+    study = forms.SlugField(
+        required=False,
+        max_length=100,
+        label="Restore under this slug (empty: the file's)",
+        allow_unicode=False,
+    )
+    format = forms.ChoiceField(
+        required=False,
+        choices=[("", "From the file's name"), *((name, name) for name in FORMATS)],
+        label="Format",
+    )
+
+
 def _read(upload, limit: int) -> bytes:
     """The upload's bytes; a file over `limit` is refused unread, in the readers' words."""
     if upload.size > limit:
@@ -39,8 +59,9 @@ def _read(upload, limit: int) -> bytes:
 
 def _problems(error: ApplicationError) -> list[str]:
     problems = error.extra.get("errors") or []
+    place = error.extra.get("place", "line")
     return [
-        f"line {problem[0]}: {problem[1]}" if isinstance(problem, list | tuple) else str(problem)
+        f"{place} {problem[0]}: {problem[1]}" if isinstance(problem, list | tuple) else str(problem)
         for problem in problems
     ]
 
@@ -112,3 +133,36 @@ def codebook_import(request: HttpRequest) -> HttpResponse:
         status = 400
     context = {"form": form, "problems": problems, "limit": CODEBOOK_FILE_MAX_BYTES}
     return render(request, "web/codebook_import.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def study_restore(request: HttpRequest) -> HttpResponse:
+    if not user_can_create_study(user=request.user):
+        raise PermissionDenied(
+            "Superusers and people with the add-study permission set studies up."
+        )
+    form = DatasetUploadForm(request.POST or None, request.FILES or None)
+    problems: list[str] = []
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                report = dataset_upload_restore(
+                    user=request.user,
+                    stream=upload.file,
+                    size=upload.size,
+                    filename=upload.name,
+                    file_format=form.cleaned_data["format"] or None,
+                    study_slug=form.cleaned_data["study"] or None,
+                )
+            except ApplicationError as error:
+                messages.error(request, error.message)
+                problems = _problems(error)
+            else:
+                messages.success(request, report.summary())
+                return redirect("study_overview", slug=report.study)
+        status = 400
+    context = {"form": form, "problems": problems, "limit": dataset_upload_limit()}
+    return render(request, "web/study_restore.html", context, status=status)
