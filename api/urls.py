@@ -8,6 +8,7 @@ from api.codebooks import urlpatterns as codebook_urlpatterns
 from api.exports import ExportJobViewSet, StudyExportViewSet
 from api.imports import CodebookImportView, StudyRestoreView
 from api.invitations import AccountView, InvitationAcceptView
+from api.issue_imports import StudyIssueImportViewSet
 from api.machines import StudyMachineViewSet
 from api.queue import StudyQueueViewSet
 from api.sources import SourceViewSet, SyncRunViewSet
@@ -35,6 +36,16 @@ urlpatterns = [
         "studies/<slug:slug>/exports/",
         StudyExportViewSet.as_view({"get": "list", "post": "create"}),
         name="study-exports",
+    ),
+    path(
+        "studies/<slug:slug>/issue-imports/",
+        StudyIssueImportViewSet.as_view({"get": "list", "post": "create"}),
+        name="study-issue-imports",
+    ),
+    path(
+        "studies/<slug:slug>/issue-imports/<int:pk>/",
+        StudyIssueImportViewSet.as_view({"get": "retrieve"}),
+        name="study-issue-import",
     ),
     path("invitations/accept/", InvitationAcceptView.as_view(), name="invitation-accept"),
     path("codebooks/import/", CodebookImportView.as_view(), name="codebook-import"),

@@ -15,7 +15,8 @@ from django.conf import settings
 from django.db import transaction
 
 from ingest.github import TransientGitHubError
-from ingest.models import Source, SyncRun
+from ingest.issue_uploads import issue_upload_run
+from ingest.models import IssueImportJob, Source, SyncRun
 from ingest.runs import (
     sync_run_fail,
     sync_run_open,
@@ -127,3 +128,23 @@ def sync_source_enqueue(run: SyncRun) -> None:
         )
 
     transaction.on_commit(send_sync_source, robust=True)
+
+
+@shared_task(
+    # Acknowledged when done; a second delivery finds the job no longer queued and stops.
+    acks_late=True,
+    ignore_result=True,  # the job row is the result
+)
+def import_issue_dump(job_id: int) -> str:
+    return issue_upload_run(job_id=job_id).status
+
+
+def issue_upload_enqueue(job: IssueImportJob) -> None:
+    """Send the job's task once the current transaction commits (`robust`, as for a sync: a
+    broker that is down leaves the job queued rather than failing the committed request)."""
+    job_id = job.pk
+
+    def send_import_issue_dump() -> None:
+        import_issue_dump.apply_async(args=[job_id], queue=settings.INGEST_QUEUE)
+
+    transaction.on_commit(send_import_issue_dump, robust=True)

@@ -37,6 +37,16 @@ urlpatterns = [
     path("invitations/<str:token>/", invitations.invitation_open, name="invitation_open"),
     path("account/", invitations.account, name="account"),
     path("studies/<slug:slug>/import/", imports.study_import, name="study_import"),
+    path(
+        "studies/<slug:slug>/import/issues/",
+        imports.study_issue_import,
+        name="study_issue_import",
+    ),
+    path(
+        "studies/<slug:slug>/import/issues/jobs/",
+        imports.study_issue_import_jobs,
+        name="study_issue_import_jobs",
+    ),
     path("codebooks/import/", imports.codebook_import, name="codebook_import"),
     path("studies/<slug:slug>/queue/", studies.queue, name="queue"),
     path("studies/<slug:slug>/next/", studies.next_item, name="next_item"),

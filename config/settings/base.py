@@ -153,8 +153,9 @@ MEDIA_ROOT = env("MEDIA_ROOT", default=str(BASE_DIR / "media"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 # Uploaded files, refused before they are read when larger: a dataset file to restore a study
-# from.
+# from, an issue dump to import into a study.
 DATASET_UPLOAD_MAX_BYTES = env.int("DATASET_UPLOAD_MAX_BYTES", default=50 * 1024 * 1024)
+ISSUE_UPLOAD_MAX_BYTES = env.int("ISSUE_UPLOAD_MAX_BYTES", default=200 * 1024 * 1024)
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the labeling script reads it to send drafts with htmx/fetch
@@ -258,6 +259,8 @@ SPECTACULAR_SETTINGS = {
         "StudyStatusEnum": "labeling.models.Study.Status",
         "CodebookVersionStatusEnum": "taxonomy.models.CodebookVersion.Status",
         "MachineRunStatusEnum": "machines.models.MachineRun.Status",
+        # Issue imports share the export jobs' statuses, and their enum keeps its name.
+        "ExportJobStatusEnum": "exports.models.ExportJob.Status",
     },
     # Request bodies get components of their own, in which a field that may not be blank says
     # so (minLength 1) and read-only fields are left out.
