@@ -20,7 +20,7 @@ from labeling.annotation_import import AnnotationRow
 from labeling.models import Annotation, AnnotationRevision, Assignment, Membership, Study, StudyItem
 from labeling.selectors import assignment_annotations, study_dimensions
 from labeling.services.lifecycle import study_check_open
-from labeling.services.resolutions import item_resolution_update
+from labeling.services.resolutions import item_resolution_update, items_resolution_update
 from labeling.services.studies import study_items_add, study_member_add
 from labeling.services.upstream_changes import item_upstream_resubmitted
 from taxonomy.models import Category, Dimension
@@ -684,8 +684,7 @@ def annotations_import(
         changes=changes, user=None, assignment_status=Assignment.Status.SUBMITTED, reason="imported"
     )
     report.annotations_written += len(rows)
-    for item_id in sorted({item_id for item_id, _ in assignments}):
-        item_resolution_update(item=StudyItem(pk=item_id))
+    items_resolution_update(study=study, item_ids=sorted({item_id for item_id, _ in assignments}))
     return report
 
 
