@@ -92,7 +92,7 @@ class StudyIssueImportViewSet(viewsets.GenericViewSet):
             "Upload an issue dump into the study; it is imported in the background as "
             "`manage.py import_issues` imports it (lines that fail are skipped and listed), and "
             "its issues, not its pull requests, join the study's last round. Follow it at "
-            "`/api/studies/{slug}/issue-imports/{id}/`. At most ISSUE_UPLOAD_MAX_BYTES (200 MB "
+            "`/api/studies/{slug}/issue-imports/{id}/`. At most ISSUE_UPLOAD_MAX_BYTES (100 MB "
             "by default). Managers of the study."
         ),
     )

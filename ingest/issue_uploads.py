@@ -12,10 +12,12 @@ study's last round, and the job's row records the progress the page and the API 
 """
 
 import logging
+from datetime import timedelta
 from typing import IO
 
 import orjson
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from common.exceptions import ApplicationError
@@ -39,10 +41,19 @@ def issue_upload_limit() -> int:
 
 def issue_upload_run(*, job_id: int) -> IssueImportJob:
     """Import the job's file into the corpus and its issues into the study. A job that is not
-    queued (a second delivery of its task) is left as it is. The uploaded file is deleted once
-    the job has run, whatever the outcome."""
-    claimed = IssueImportJob.objects.filter(pk=job_id, status=IssueImportJob.Status.QUEUED).update(
-        status=IssueImportJob.Status.RUNNING, started_at=timezone.now()
+    queued (a second delivery of its task) is left as it is, unless it is running without
+    progress for INGEST_LEASE_SECONDS: its worker died, and this execution starts it again
+    (stored issues are stored again unchanged, items already in the study are kept). The
+    uploaded file is deleted once the job has run, whatever the outcome."""
+    now = timezone.now()
+    lost = Q(
+        status=IssueImportJob.Status.RUNNING,
+        heartbeat_at__lt=now - timedelta(seconds=settings.INGEST_LEASE_SECONDS),
+    )
+    claimed = (
+        IssueImportJob.objects.filter(pk=job_id)
+        .filter(Q(status=IssueImportJob.Status.QUEUED) | lost)
+        .update(status=IssueImportJob.Status.RUNNING, started_at=now, heartbeat_at=now)
     )
     job = IssueImportJob.objects.select_related("study").get(pk=job_id)
     if not claimed:
@@ -83,7 +94,12 @@ def _import(job: IssueImportJob, stream: IO[bytes]) -> IssueImportReport:
     def on_batch(report: IssueImportReport, records: list[IssueRecord]) -> None:
         added = study_items_add(study=study, issues=_issues_of(records))
         job.items_added += len(added)
-        _progress(job.pk, lines_done=report.read, items_added=job.items_added)
+        _progress(
+            job.pk,
+            lines_done=report.read,
+            items_added=job.items_added,
+            heartbeat_at=timezone.now(),
+        )
 
     return issues_import(objects=issue_file_lines(stream), on_batch=on_batch)
 
@@ -117,7 +133,7 @@ def _lines_total(stream: IO[bytes]) -> int:
     return sum(1 for line in stream if line.strip())
 
 
-def _progress(job_id: int, **fields: int) -> None:
+def _progress(job_id: int, **fields: object) -> None:
     # An UPDATE of its own, committed at once: the page reads it while the import runs.
     IssueImportJob.objects.filter(pk=job_id).update(**fields)
 

@@ -131,8 +131,10 @@ def sync_source_enqueue(run: SyncRun) -> None:
 
 
 @shared_task(
-    # Acknowledged when done; a second delivery finds the job no longer queued and stops.
+    # Acknowledged when done and given back if the worker dies: the delivery that follows
+    # takes the job over once its lease ran out; any other finds it taken and stops.
     acks_late=True,
+    reject_on_worker_lost=True,
     ignore_result=True,  # the job row is the result
 )
 def import_issue_dump(job_id: int) -> str:

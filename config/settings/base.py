@@ -155,7 +155,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # Uploaded files, refused before they are read when larger: a dataset file to restore a study
 # from, an issue dump to import into a study.
 DATASET_UPLOAD_MAX_BYTES = env.int("DATASET_UPLOAD_MAX_BYTES", default=50 * 1024 * 1024)
-ISSUE_UPLOAD_MAX_BYTES = env.int("ISSUE_UPLOAD_MAX_BYTES", default=200 * 1024 * 1024)
+ISSUE_UPLOAD_MAX_BYTES = env.int("ISSUE_UPLOAD_MAX_BYTES", default=100 * 1024 * 1024)
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the labeling script reads it to send drafts with htmx/fetch

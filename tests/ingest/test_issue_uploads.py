@@ -6,11 +6,13 @@ progress polled; who may; size limit; hostile Markdown rendered safe."""
 import html
 import io
 import json
+from datetime import timedelta
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from corpus.models import Issue
@@ -232,3 +234,21 @@ def test_the_form_needs_its_csrf_token(study, people):
     response = browser.post("/studies/demo/import/issues/", {"file": upload(dump(issue(1)))})
     assert response.status_code == 403 and not IssueImportJob.objects.exists()
     assert 'name="csrfmiddlewaretoken"' in browser.get("/studies/demo/import/issues/").text
+
+
+def test_a_job_whose_worker_died_is_taken_over_by_the_next_delivery(study, people, settings):
+    """Running, silent past the lease: the task delivered again starts it over; a job still
+    within its lease is left to its worker."""
+    job = issue_upload_start(
+        study=study, user=people["manager"], stream=io.BytesIO(dump(issue(1), issue(2))), size=10,
+        filename="died.jsonl",
+    )  # fmt: skip
+    IssueImportJob.objects.filter(pk=job.pk).update(status="running", heartbeat_at=timezone.now())
+    assert issue_upload_run(job_id=job.pk).status == "running"  # its worker is alive
+
+    stale = timezone.now() - timedelta(seconds=settings.INGEST_LEASE_SECONDS + 1)
+    IssueImportJob.objects.filter(pk=job.pk).update(heartbeat_at=stale)
+    taken_over = issue_upload_run(job_id=job.pk)
+
+    assert (taken_over.status, taken_over.lines_accepted, taken_over.items_added) == ("done", 2, 2)
+    assert not taken_over.file
