@@ -16,6 +16,7 @@ from django.db import transaction
 
 from common.exceptions import ApplicationError, PermissionDeniedError
 from common.outage import broker_require
+from common.text import strip_nul
 from ingest.issue_uploads import issue_upload_limit
 from ingest.models import IssueImportJob, Source, SyncRun
 from ingest.runs import sync_run_open
@@ -78,7 +79,9 @@ def issue_upload_start(
             {"study_status": Study.Status.CLOSED},
         )
     broker_require(action="the issue import")
-    name = (filename or "issues.jsonl")[:FILE_NAME_MAX_LENGTH]
+    # Pages and the API pass names Django cleaned of non-printable characters; other callers
+    # may not, and PostgreSQL stores no NUL.
+    name = (strip_nul(filename) or "issues.jsonl")[:FILE_NAME_MAX_LENGTH]
     job = IssueImportJob(study=study, requested_by=user, file_name=name)
     # Stored under a name of the storage's choosing; the page shows the uploaded one.
     job.file.save("dump", File(stream), save=False)

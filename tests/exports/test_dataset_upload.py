@@ -14,6 +14,7 @@ from django.db.models.query import QuerySet
 from django.test import Client
 from rest_framework.test import APIClient
 
+from exports.formats import FORMATS
 from labeling.access import MANAGER, study_roles
 from labeling.models import Annotation, Resolution, Study, StudyItem
 from tests.exports.dataset_study import resolved_study_make
@@ -67,13 +68,20 @@ def test_the_page_restores_the_study_and_its_uploader_manages_it(
     assert "Restored the study again" in html.unescape(client.get(response.url).text)
 
 
-def test_the_api_restores_with_201_and_the_counts(creator, resolved_study, dataset_file):
+@pytest.mark.parametrize("file_format", FORMATS)
+def test_the_api_restores_with_201_and_the_counts(
+    creator, resolved_study, file_format, tmp_path, settings
+):
+    # Larger than this, an upload is a temporary file rather than one in memory: both are read.
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 0 if file_format == "parquet" else 2_621_440
+    path = tmp_path / f"dataset.{file_format}"
+    call_command("export_dataset", "--study", resolved_study.slug, "--output", str(path), "--raw")
     api = APIClient()
     api.force_login(creator)
 
     response = api.post(
         "/api/studies/restore/",
-        {"file": upload(dataset_file), "study": "by-api"},
+        {"file": upload(path), "study": "by-api"},
         format="multipart",
     )
 

@@ -252,3 +252,11 @@ def test_a_job_whose_worker_died_is_taken_over_by_the_next_delivery(study, peopl
 
     assert (taken_over.status, taken_over.lines_accepted, taken_over.items_added) == ("done", 2, 2)
     assert not taken_over.file
+
+
+def test_a_file_name_is_kept_without_nul(study, people):
+    job = issue_upload_start(
+        study=study, user=people["manager"], stream=io.BytesIO(b"[]"), size=2,
+        filename="a\x00b.json",
+    )  # fmt: skip
+    assert job.file_name == "ab.json"
