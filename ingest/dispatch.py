@@ -3,7 +3,8 @@ and its task sent after commit. Asking for the import of an uploaded issue dump 
 its job, and its task sent after commit.
 
 This is the one module outside the tasks that sends them, so it imports `ingest.tasks`; the
-tasks import only the modules that do the work (`ingest.runs`, `ingest.sync`), never this one.
+tasks import only the modules that do the work (`ingest.runs`, `ingest.sync`,
+`ingest.issue_uploads`), never this one.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Celery tasks: thin adapters over the modules that do the work (`ingest.runs`, `ingest.sync`).
-They take ids and re-fetch.
+"""Celery tasks: thin adapters over the modules that do the work (`ingest.runs`, `ingest.sync`,
+`ingest.issue_uploads`). They take ids and re-fetch.
 
 The import arrows go one way: whoever sends a task imports this module (`ingest.dispatch`), and
 this module never imports a sender; the tasks send their own messages with
