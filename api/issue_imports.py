@@ -84,9 +84,10 @@ class StudyIssueImportViewSet(viewsets.GenericViewSet):
         request={"multipart/form-data": IssueDumpUploadSerializer},
         responses={
             202: IssueImportJobSerializer,
-            400: OpenApiResponse(ErrorSerializer, description="too large, or the study is closed"),
+            400: OpenApiResponse(ErrorSerializer, description="no file, or one too large"),
             403: OpenApiResponse(ErrorSerializer, description="your role does not allow it"),
             404: OpenApiResponse(ErrorSerializer, description="no such study for you"),
+            409: OpenApiResponse(ErrorSerializer, description="the study is closed"),
         },
         description=(
             "Upload an issue dump into the study; it is imported in the background as "

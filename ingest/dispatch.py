@@ -23,6 +23,7 @@ from ingest.models import IssueImportJob, Source, SyncRun
 from ingest.runs import sync_run_open
 from labeling.access import MANAGER, study_roles
 from labeling.models import Study
+from labeling.services.lifecycle import StudyClosedError
 
 
 @transaction.atomic
@@ -75,9 +76,10 @@ def issue_upload_start(
             {"errors": [[0, f"file is larger than {limit} bytes"]]},
         )
     if study.status == Study.Status.CLOSED:
-        raise ApplicationError(
+        # Said before the file is kept; the import's own additions check again.
+        raise StudyClosedError(
             "This study is closed: it takes no new issues. A manager can reopen it.",
-            {"study_status": Study.Status.CLOSED},
+            extra={"study_status": Study.Status.CLOSED},
         )
     broker_require(action="the issue import")
     # Pages and the API pass names Django cleaned of non-printable characters; other callers

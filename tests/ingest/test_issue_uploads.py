@@ -202,6 +202,12 @@ def test_a_closed_study_takes_no_dump(client, study, people):
     client.force_login(people["manager"])
     page = client.post("/studies/demo/import/issues/", {"file": upload(dump(issue(1)))})
     assert page.status_code == 400 and "This study is closed" in page.text
+    api = APIClient()
+    api.force_login(people["manager"])
+    answer = api.post(
+        "/api/studies/demo/issue-imports/", {"file": upload(dump(issue(1)))}, format="multipart"
+    )
+    assert answer.status_code == 409 and answer.json()["error"]["code"] == "study_closed"
     assert not IssueImportJob.objects.exists()
 
 
