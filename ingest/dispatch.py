@@ -14,6 +14,7 @@ from typing import IO
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
 from django.db import transaction
+from django.utils import timezone
 
 from common.exceptions import ApplicationError, PermissionDeniedError
 from common.outage import broker_require
@@ -85,7 +86,9 @@ def issue_upload_start(
     # Pages and the API pass names Django cleaned of non-printable characters; other callers
     # may not, and PostgreSQL stores no NUL.
     name = (strip_nul(filename) or "issues.jsonl")[:FILE_NAME_MAX_LENGTH]
-    job = IssueImportJob(study=study, requested_by=user, file_name=name)
+    job = IssueImportJob(
+        study=study, requested_by=user, file_name=name, heartbeat_at=timezone.now()
+    )
     # Stored under a name of the storage's choosing; the page shows the uploaded one.
     job.file.save("dump", File(stream), save=False)
     job.save()

@@ -12,7 +12,7 @@ study's last round, and the job's row records the progress the page and the API 
 """
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import IO
 
 import orjson
@@ -86,6 +86,26 @@ def issue_upload_run(*, job_id: int) -> IssueImportJob:
     IssueImportJob.objects.filter(pk=job_id).update(file="")
     job.refresh_from_db()
     return job
+
+
+def issue_imports_to_resend(*, now: datetime | None = None) -> list[int]:
+    """The jobs whose task should be sent again: queued and not sent for INGEST_RESEND_SECONDS
+    (the message may have gone with a broker that was down or restarted), or running without
+    progress for INGEST_LEASE_SECONDS (the worker died). A queued job is marked as sent now, so
+    that the next tick leaves it alone; a delivery that finds the job taken does nothing."""
+    now = now or timezone.now()
+    resend = timedelta(seconds=settings.INGEST_RESEND_SECONDS)
+    lease = timedelta(seconds=settings.INGEST_LEASE_SECONDS)
+    queued = list(
+        IssueImportJob.objects.filter(
+            status=IssueImportJob.Status.QUEUED, heartbeat_at__lt=now - resend
+        ).values_list("id", flat=True)
+    )
+    IssueImportJob.objects.filter(id__in=queued).update(heartbeat_at=now)
+    lost = IssueImportJob.objects.filter(
+        status=IssueImportJob.Status.RUNNING, heartbeat_at__lt=now - lease
+    ).values_list("id", flat=True)
+    return sorted([*queued, *lost])
 
 
 def _import(job: IssueImportJob, stream: IO[bytes]) -> IssueImportReport:

@@ -201,8 +201,9 @@ class IssueImportJob(models.Model):
     errors = models.JSONField(default=list, blank=True)
     errors_total = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True)  # why the job failed as a whole
-    # The running execution's last progress: a job running but silent for INGEST_LEASE_SECONDS
-    # lost its worker, and the task delivered again takes it over (the import is idempotent).
+    # When a queued job's task was last sent, then the running execution's last progress: a job
+    # running but silent for INGEST_LEASE_SECONDS lost its worker, and the task delivered again
+    # takes it over (the import is idempotent).
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

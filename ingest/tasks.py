@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 
 from ingest.github import TransientGitHubError
-from ingest.issue_uploads import issue_upload_run
+from ingest.issue_uploads import issue_imports_to_resend, issue_upload_run
 from ingest.models import IssueImportJob, Source, SyncRun
 from ingest.runs import (
     sync_run_fail,
@@ -139,6 +139,16 @@ def sync_source_enqueue(run: SyncRun) -> None:
 )
 def import_issue_dump(job_id: int) -> str:
     return issue_upload_run(job_id=job_id).status
+
+
+@shared_task(ignore_result=True)
+def recover_issue_imports() -> int:
+    """Beat's tick: send again the tasks of issue imports whose message or worker was lost
+    (see `ingest.issue_uploads.issue_imports_to_resend`). Returns how many."""
+    job_ids = issue_imports_to_resend()
+    for job_id in job_ids:
+        import_issue_dump.apply_async(args=[job_id], queue=settings.INGEST_QUEUE)
+    return len(job_ids)
 
 
 def issue_upload_enqueue(job: IssueImportJob) -> None:

@@ -387,6 +387,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(min(60, max(1, INGEST_LEASE_SECONDS // 2))),
         "options": {"queue": INGEST_QUEUE, "expires": 55},
     },
+    # Issue imports whose message or worker was lost, checked as often.
+    "recover-issue-imports": {
+        "task": "ingest.tasks.recover_issue_imports",
+        "schedule": float(min(60, max(1, INGEST_LEASE_SECONDS // 2))),
+        "options": {"queue": INGEST_QUEUE, "expires": 55},
+    },
     # Export jobs whose worker died, checked twice a lease (at most every minute).
     "recover-export-jobs": {
         "task": "exports.tasks.recover_export_jobs",

@@ -19,6 +19,7 @@ from corpus.models import Issue
 from ingest.dispatch import issue_upload_start
 from ingest.issue_uploads import issue_upload_run
 from ingest.models import IssueImportJob
+from ingest.tasks import recover_issue_imports
 from labeling.models import Assignment, StudyItem
 from labeling.services.lifecycle import study_close
 from tests.corpus.test_bad_lines import issue
@@ -266,3 +267,35 @@ def test_a_file_name_is_kept_without_nul(study, people):
         filename="a\x00b.json",
     )  # fmt: skip
     assert job.file_name == "ab.json"
+
+
+def test_beat_sends_again_the_lost_messages_and_workers(study, people, settings, inline_tasks):
+    """A queued job not sent for INGEST_RESEND_SECONDS and a running one silent past its lease
+    are sent again, and run; a fresh queued job waits for its own message."""
+
+    def start(name: str) -> IssueImportJob:
+        return issue_upload_start(
+            study=study, user=people["manager"], stream=io.BytesIO(dump(issue(len(name)))),
+            size=10, filename=name,
+        )  # fmt: skip
+
+    lost_message, lost_worker, fresh = start("a.jsonl"), start("bb.jsonl"), start("ccc.jsonl")
+    now = timezone.now()
+    IssueImportJob.objects.filter(pk=lost_message.pk).update(
+        heartbeat_at=now - timedelta(seconds=settings.INGEST_RESEND_SECONDS + 1)
+    )
+    IssueImportJob.objects.filter(pk=lost_worker.pk).update(
+        status="running", heartbeat_at=now - timedelta(seconds=settings.INGEST_LEASE_SECONDS + 1)
+    )
+
+    assert recover_issue_imports.apply().get() == 2
+
+    statuses = dict(IssueImportJob.objects.values_list("id", "status"))
+    assert statuses == {lost_message.pk: "done", lost_worker.pk: "done", fresh.pk: "queued"}
+    assert recover_issue_imports.apply().get() == 0
+
+
+def test_beat_schedules_the_recovery_on_the_ingest_queue(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["recover-issue-imports"]
+    assert entry["task"] == "ingest.tasks.recover_issue_imports"
+    assert entry["options"]["queue"] == settings.INGEST_QUEUE
