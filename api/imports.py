@@ -1,5 +1,6 @@
-"""Uploads over the API (multipart): an annotation CSV into a study, a codebook file. Thin: the
-rules, limits and messages are labeling.services.imports', which the pages share."""
+"""Uploads over the API (multipart): an annotation CSV into a study, a codebook file, a dataset
+file to restore a study from. Thin: the rules, limits and messages are
+labeling.services.imports' and exports.uploads', which the pages share."""
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -11,7 +12,9 @@ from rest_framework.views import APIView
 
 from api.exception_handler import ErrorSerializer
 from api.resolutions import ERRORS
-from api.setup import MANAGERS
+from api.setup import MANAGERS, CanCreateStudy
+from exports.models import ExportJob
+from exports.uploads import dataset_upload_limit, dataset_upload_restore
 from labeling.services.imports import (
     ANNOTATION_FILE_MAX_BYTES,
     CODEBOOK_FILE_MAX_BYTES,
@@ -115,3 +118,70 @@ class CodebookImportView(APIView):
         upload = body.validated_data["file"]
         loaded = codebook_upload(user=request.user, content=upload.read(), filename=upload.name)
         return Response(CodebookLoadedSerializer(loaded).data, status=status.HTTP_201_CREATED)
+
+
+class DatasetUploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="a dataset file: JSONL, CSV or Parquet")
+    study = serializers.SlugField(
+        required=False, max_length=100, help_text="restore under this slug instead of the file's"
+    )
+    format = serializers.ChoiceField(
+        # The export's choices: one enum of formats in the schema.
+        choices=ExportJob.Format.choices,
+        required=False,
+        help_text="default: from the file's extension",
+    )
+
+    def validate_file(self, value):
+        # The service refuses it too; said here, it is a field's error like the others.
+        limit = dataset_upload_limit()
+        if value.size > limit:
+            raise serializers.ValidationError(f"file is larger than {limit} bytes")
+        return value
+
+
+class RestoreReportSerializer(serializers.Serializer):
+    study = serializers.SlugField(help_text="the restored study's slug")
+    rows = serializers.IntegerField(help_text="items restored")
+    issues_created = serializers.IntegerField(help_text="issues the instance did not hold")
+    resolutions = serializers.IntegerField(help_text="gold labels")
+    annotations = serializers.IntegerField(help_text="annotators' labels")
+    users_created = serializers.IntegerField(help_text="annotators created as inactive accounts")
+
+
+class StudyRestoreView(APIView):
+    permission_classes = [IsAuthenticated, CanCreateStudy]
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        operation_id="studies_restore",
+        request={"multipart/form-data": DatasetUploadSerializer},
+        responses={
+            201: RestoreReportSerializer,
+            400: OpenApiResponse(
+                ErrorSerializer,
+                description="not restored: the message, and in `details.errors` [line or row, "
+                "message] pairs; `details.place` says which",
+            ),
+            403: OpenApiResponse(ErrorSerializer, description="you may not set studies up"),
+        },
+        description=(
+            "Restore a study from its dataset file as `manage.py import_dataset` does, in one "
+            "transaction: when any row is wrong, or the slug exists, nothing is stored. You "
+            "become the restored study's manager. For superusers and users given the add-study "
+            "permission. At most DATASET_UPLOAD_MAX_BYTES (50 MB by default)."
+        ),
+    )
+    def post(self, request):
+        body = DatasetUploadSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        upload = body.validated_data["file"]
+        report = dataset_upload_restore(
+            user=request.user,
+            stream=upload.file,
+            size=upload.size,
+            filename=upload.name,
+            file_format=body.validated_data.get("format"),
+            study_slug=body.validated_data.get("study"),
+        )
+        return Response(RestoreReportSerializer(report).data, status=status.HTTP_201_CREATED)

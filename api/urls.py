@@ -6,8 +6,9 @@ from api import views
 from api.assignments import AssignmentViewSet
 from api.codebooks import urlpatterns as codebook_urlpatterns
 from api.exports import ExportJobViewSet, StudyExportViewSet
-from api.imports import CodebookImportView
+from api.imports import CodebookImportView, StudyRestoreView
 from api.invitations import AccountView, InvitationAcceptView
+from api.issue_imports import StudyIssueImportViewSet
 from api.machines import StudyMachineViewSet
 from api.queue import StudyQueueViewSet
 from api.sources import SourceViewSet, SyncRunViewSet
@@ -36,8 +37,20 @@ urlpatterns = [
         StudyExportViewSet.as_view({"get": "list", "post": "create"}),
         name="study-exports",
     ),
+    path(
+        "studies/<slug:slug>/issue-imports/",
+        StudyIssueImportViewSet.as_view({"get": "list", "post": "create"}),
+        name="study-issue-imports",
+    ),
+    path(
+        "studies/<slug:slug>/issue-imports/<int:pk>/",
+        StudyIssueImportViewSet.as_view({"get": "retrieve"}),
+        name="study-issue-import",
+    ),
     path("invitations/accept/", InvitationAcceptView.as_view(), name="invitation-accept"),
     path("codebooks/import/", CodebookImportView.as_view(), name="codebook-import"),
+    # Before the router's studies/{slug}/.
+    path("studies/restore/", StudyRestoreView.as_view(), name="study-restore"),
     path("account/", AccountView.as_view(), name="account"),
     path("", include(router.urls)),
 ]

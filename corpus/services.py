@@ -70,7 +70,12 @@ class IssueImportReport:
         self.errors.extend(other.errors)
 
 
-def issues_import(*, objects: Iterable[tuple[int, Any]], render: bool = True) -> IssueImportReport:
+def issues_import(
+    *,
+    objects: Iterable[tuple[int, Any]],
+    render: bool = True,
+    on_batch: Callable[[IssueImportReport, list[IssueRecord]], None] | None = None,
+) -> IssueImportReport:
     """Upsert the issues of an import file (with comments and linked fixes) by repository and
     number, through `issues_store` a batch at a time.
 
@@ -83,11 +88,14 @@ def issues_import(*, objects: Iterable[tuple[int, Any]], render: bool = True) ->
     under two different issues stays with the later line's issue, as a later import would move
     it: comment ids are unique across GitHub, and PostgreSQL refuses one upsert that writes a
     row twice. With `render`, texts are rendered once at the end (one pass is faster than one
-    per batch); without, they wait for `issue_texts_render`.
+    per batch); without, they wait for `issue_texts_render`. `on_batch`, when given, hears of
+    each stored batch with the report so far (progress) and the batch's records.
     """
     report = IssueImportReport()
     for batch in _batches(objects, report):
         report.add_stored(issues_store(records=batch, render=False))
+        if on_batch is not None:
+            on_batch(report, [record for _, record in batch])
     report.errors.sort()
     if render:
         issue_texts_render(issue_ids=None)

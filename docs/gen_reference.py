@@ -52,7 +52,10 @@ def project_commands() -> dict[str, str]:
     local_apps = {
         config.name
         for config in apps.get_app_configs()
+        # Not by the resolved path alone: a virtualenv inside the repository holds the
+        # installed packages' apps too.
         if Path(config.path).resolve().is_relative_to(ROOT)
+        and "site-packages" not in Path(config.path).parts
     }
     return {name: app for name, app in sorted(get_commands().items()) if app in local_apps}
 

@@ -168,3 +168,60 @@ class StudyFollow(TimestampedModel):
 
     def __str__(self) -> str:
         return f"{self.study} follows {self.source}"
+
+
+class IssueImportJob(models.Model):
+    """An issue dump (JSONL or a JSON array, as `import_issues` reads it) uploaded into a study
+    and imported in the background: its issues enter the corpus and, those that are not pull
+    requests, the study's last round. Bad lines are skipped and listed, as the command does.
+    The uploaded file waits under MEDIA_ROOT (issue-imports/) until the job has run."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    ERRORS_KEPT = 1_000  # lines with errors listed; `errors_total` counts them all
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="issue_imports")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    file_name = models.CharField(max_length=255)
+    file = models.FileField(upload_to="issue-imports/", blank=True, max_length=300)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    lines_total = models.PositiveIntegerField(default=0)
+    lines_done = models.PositiveIntegerField(default=0)
+    lines_accepted = models.PositiveIntegerField(default=0)
+    issues_created = models.PositiveIntegerField(default=0)
+    issues_updated = models.PositiveIntegerField(default=0)
+    items_added = models.PositiveIntegerField(default=0)
+    # [line, message] pairs in line order, the command's messages; at most ERRORS_KEPT.
+    errors = models.JSONField(default=list, blank=True)
+    errors_total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)  # why the job failed as a whole
+    # When a queued job's task was last sent, then the running execution's last progress: a job
+    # running but silent for INGEST_LEASE_SECONDS lost its worker, and the task delivered again
+    # takes it over (the import is idempotent).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["study", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"issue import {self.pk} into {self.study_id}: {self.status}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def percent(self) -> int:
+        if self.status in (self.Status.DONE, self.Status.FAILED):
+            return 100
+        return min(100, round(100 * self.lines_done / self.lines_total)) if self.lines_total else 0

@@ -1,5 +1,6 @@
 """Reads about sources and sync runs: what the Sources page lists, which sources are due. Who may
-manage sources is an access rule: `labeling.access.user_can_manage_sources`."""
+manage sources is an access rule: `labeling.access.user_can_manage_sources`. A study's issue
+imports (the caller checked that the user manages the study)."""
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -7,7 +8,7 @@ from datetime import datetime, timedelta
 from django.db.models import Count, Max, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from ingest.models import Source, StudyFollow, SyncRun
+from ingest.models import IssueImportJob, Source, StudyFollow, SyncRun
 from labeling.models import Study
 
 
@@ -84,3 +85,19 @@ def sources_due(*, now: datetime | None = None) -> list[DueSource]:
         or last_queued_at + timedelta(minutes=interval_minutes) <= now
         or lost_runs
     ]
+
+
+ISSUE_IMPORTS_LISTED = 10
+
+
+def issue_import_jobs(*, study: Study, limit: int = ISSUE_IMPORTS_LISTED) -> list[IssueImportJob]:
+    """The study's latest issue imports, newest first."""
+    return list(IssueImportJob.objects.filter(study=study).select_related("requested_by")[:limit])
+
+
+def issue_import_job_get(*, study: Study, job_id: int) -> IssueImportJob | None:
+    """One of the study's issue imports; None for another study's, as for one that does not
+    exist."""
+    return (
+        IssueImportJob.objects.filter(study=study, pk=job_id).select_related("requested_by").first()
+    )

@@ -1,5 +1,5 @@
-"""Celery tasks: thin adapters over the modules that do the work (`ingest.runs`, `ingest.sync`).
-They take ids and re-fetch.
+"""Celery tasks: thin adapters over the modules that do the work (`ingest.runs`, `ingest.sync`,
+`ingest.issue_uploads`). They take ids and re-fetch.
 
 The import arrows go one way: whoever sends a task imports this module (`ingest.dispatch`), and
 this module never imports a sender; the tasks send their own messages with
@@ -15,7 +15,8 @@ from django.conf import settings
 from django.db import transaction
 
 from ingest.github import TransientGitHubError
-from ingest.models import Source, SyncRun
+from ingest.issue_uploads import issue_imports_to_resend, issue_upload_run
+from ingest.models import IssueImportJob, Source, SyncRun
 from ingest.runs import (
     sync_run_fail,
     sync_run_open,
@@ -127,3 +128,35 @@ def sync_source_enqueue(run: SyncRun) -> None:
         )
 
     transaction.on_commit(send_sync_source, robust=True)
+
+
+@shared_task(
+    # Acknowledged when done and given back if the worker dies: the delivery that follows
+    # takes the job over once its lease ran out; any other finds it taken and stops.
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,  # the job row is the result
+)
+def import_issue_dump(job_id: int) -> str:
+    return issue_upload_run(job_id=job_id).status
+
+
+@shared_task(ignore_result=True)
+def recover_issue_imports() -> int:
+    """Beat's tick: send again the tasks of issue imports whose message or worker was lost
+    (see `ingest.issue_uploads.issue_imports_to_resend`). Returns how many."""
+    job_ids = issue_imports_to_resend()
+    for job_id in job_ids:
+        import_issue_dump.apply_async(args=[job_id], queue=settings.INGEST_QUEUE)
+    return len(job_ids)
+
+
+def issue_upload_enqueue(job: IssueImportJob) -> None:
+    """Send the job's task once the current transaction commits (`robust`, as for a sync: a
+    broker that is down leaves the job queued rather than failing the committed request)."""
+    job_id = job.pk
+
+    def send_import_issue_dump() -> None:
+        import_issue_dump.apply_async(args=[job_id], queue=settings.INGEST_QUEUE)
+
+    transaction.on_commit(send_import_issue_dump, robust=True)

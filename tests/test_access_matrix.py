@@ -15,6 +15,7 @@ not depend on the order of the roles or the cases, and the world is built once f
 every method its view answers has a case here, or a reason in `EXEMPT`.
 """
 
+import io
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,7 @@ from corpus.models import Issue
 from corpus.services import issues_import
 from exports.jobs import export_job_start
 from exports.services import export_job_run
-from ingest.dispatch import sync_request
+from ingest.dispatch import issue_upload_start, sync_request
 from ingest.sources import source_create
 from labeling.models import Assignment
 from labeling.services.invitations import invitation_create
@@ -76,6 +77,8 @@ class World:
     demo_round_id: int
     other_round_id: int
     demo_invitation_id: int
+    demo_issue_import_id: int  # queued
+    other_issue_import_id: int
 
 
 def _world_build() -> tuple[World, dict[str, Any]]:
@@ -139,6 +142,12 @@ def _world_build() -> tuple[World, dict[str, Any]]:
     }
     token, _ = api_token_create(user=users["manager"], name="matrix")
     source = source_create(repository="microsoft/DeepSpeed", created_by=users["manager"])
+    issue_imports = {
+        slug: issue_upload_start(
+            study=owner, user=users[manager], stream=io.BytesIO(b"[]"), size=2, filename="a.json"
+        )
+        for slug, owner, manager in (("demo", demo, "manager"), ("other", other, "other_manager"))
+    }
     return (
         World(
             codebook_version_id=codebook_version.id,
@@ -161,6 +170,8 @@ def _world_build() -> tuple[World, dict[str, Any]]:
             demo_invitation_id=invitation_create(
                 study=demo, by=users["manager"], role="annotator"
             ).invitation.id,
+            demo_issue_import_id=issue_imports["demo"].id,
+            other_issue_import_id=issue_imports["other"].id,
         ),
         users,
     )
@@ -1146,6 +1157,46 @@ CASES += [
         method="post",
     ),
     api("codebook import", "/api/codebooks/import/", signed_in(415), method="post"),
+    # Issue dumps into a study, imported in the background: the study's managers.
+    page("study issue import", "/studies/demo/import/issues/", managers(200)),
+    page(
+        "study issue import: upload",
+        "/studies/demo/import/issues/",
+        managers(400),  # reaches the form: no file
+        method="post",
+    ),
+    page("study issue import jobs", "/studies/demo/import/issues/jobs/", managers(200)),
+    api("study issue imports", "/api/studies/demo/issue-imports/", managers(200)),
+    api(
+        "study issue imports: upload",
+        "/api/studies/demo/issue-imports/",
+        managers(415),
+        method="post",
+    ),
+    api(
+        "study issue import",
+        "/api/studies/demo/issue-imports/{demo_issue_import_id}/",
+        managers(200),
+    ),
+    api(
+        "study issue import: another study's under demo's slug",
+        "/api/studies/demo/issue-imports/{other_issue_import_id}/",
+        managers(404),
+    ),
+    api(
+        "other study's issue import",
+        "/api/studies/other/issue-imports/{other_issue_import_id}/",
+        {**only(200, "other_manager", "superuser"), "other_annotator": 403},
+    ),
+    # Restoring a study from its dataset file: who may set studies up (here the superuser).
+    page("study restore", "/studies/restore/", only(200, "superuser", rest=403)),
+    page(
+        "study restore: upload",
+        "/studies/restore/",
+        only(400, "superuser", rest=403),  # reaches the form: no file
+        method="post",
+    ),
+    api("study restore", "/api/studies/restore/", only(415, "superuser", rest=403), method="post"),
     api("account", "/api/account/", signed_in(200)),
     api("account: name", "/api/account/", signed_in(200), method="patch", data={"first_name": "A"}),
 ]

@@ -163,6 +163,11 @@ MEDIA_ROOT = env("MEDIA_ROOT", default=str(BASE_DIR / "media"))
 # Requests bigger than this are refused before a view sees them; issue bodies of 1 MB still fit.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
+# Uploaded files, refused before they are read when larger: a dataset file to restore a study
+# from, an issue dump to import into a study.
+DATASET_UPLOAD_MAX_BYTES = env.int("DATASET_UPLOAD_MAX_BYTES", default=50 * 1024 * 1024)
+ISSUE_UPLOAD_MAX_BYTES = env.int("ISSUE_UPLOAD_MAX_BYTES", default=100 * 1024 * 1024)
+
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the labeling script reads it to send drafts with htmx/fetch
 X_FRAME_OPTIONS = "DENY"
@@ -265,6 +270,8 @@ SPECTACULAR_SETTINGS = {
         "StudyStatusEnum": "labeling.models.Study.Status",
         "CodebookVersionStatusEnum": "taxonomy.models.CodebookVersion.Status",
         "MachineRunStatusEnum": "machines.models.MachineRun.Status",
+        # Issue imports share the export jobs' statuses, and their enum keeps its name.
+        "ExportJobStatusEnum": "exports.models.ExportJob.Status",
     },
     # Request bodies get components of their own, in which a field that may not be blank says
     # so (minLength 1) and read-only fields are left out.
@@ -433,6 +440,12 @@ CELERY_BEAT_SCHEDULE = {
     # minute): the sync goes on in a new run, and the lost one records why it stopped.
     "recover-sync-runs": {
         "task": "ingest.tasks.recover_sync_runs",
+        "schedule": float(min(60, max(1, INGEST_LEASE_SECONDS // 2))),
+        "options": {"queue": INGEST_QUEUE, "expires": 55},
+    },
+    # Issue imports whose message or worker was lost, checked as often.
+    "recover-issue-imports": {
+        "task": "ingest.tasks.recover_issue_imports",
         "schedule": float(min(60, max(1, INGEST_LEASE_SECONDS // 2))),
         "options": {"queue": INGEST_QUEUE, "expires": 55},
     },

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.services import user_create
@@ -18,7 +20,7 @@ from labeling.annotation_import import AnnotationRow
 from labeling.models import Annotation, AnnotationRevision, Assignment, Membership, Study, StudyItem
 from labeling.selectors import assignment_annotations, study_dimensions
 from labeling.services.lifecycle import study_check_open
-from labeling.services.resolutions import item_resolution_update
+from labeling.services.resolutions import item_resolution_update, items_resolution_update
 from labeling.services.studies import study_items_add, study_member_add
 from labeling.services.upstream_changes import item_upstream_resubmitted
 from taxonomy.models import Category, Dimension
@@ -283,12 +285,29 @@ def _annotations_write(
     """Create or change annotations of one assignment and record a revision of each; unchanged
     answers write nothing. A constant number of queries however many dimensions change. Runs
     inside the caller's transaction. Returns the number of annotations changed."""
+    return _annotations_write_many(
+        changes=[(assignment, change) for change in changes],
+        user=user,
+        assignment_status=assignment_status,
+        reason=reason,
+    )
+
+
+def _annotations_write_many(
+    *,
+    changes: list[tuple[Assignment, _Change]],
+    user: AbstractBaseUser | None,
+    assignment_status: str,
+    reason: str,
+) -> int:
+    """`_annotations_write` for the changes of any number of assignments, in the same constant
+    number of queries (an import writes thousands at once)."""
     changed: list[tuple[Annotation, list[Category], tuple]] = []
     to_create: list[Annotation] = []
     # Existing annotations whose categories change: only theirs are deleted and written again
     # (a save that changes a rationale keeps the categories' rows).
     recategorised: set[int] = set()
-    for change in changes:
+    for assignment, change in changes:
         answer = change.answer
         new_state = (
             sorted(c.key for c in change.chosen), answer.unsure, _text(answer.rationale, MAX_TEXT),
@@ -626,54 +645,81 @@ def annotations_import(
         report.users_created += 1
     for user in {users[row.annotator] for row in rows}:
         study_member_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
-    new_issues = [
-        issue
-        for issue in issues.values()
-        if not StudyItem.objects.filter(study=study, issue=issue).exists()
-    ]
+    in_study = set(
+        StudyItem.objects.filter(study=study, issue__in=issues.values()).values_list(
+            "issue_id", flat=True
+        )
+    )
+    new_issues = [issue for issue in issues.values() if issue.id not in in_study]
     report.items_added = len(study_items_add(study=study, issues=new_issues, assign=False))
     items = {item.issue_id: item for item in StudyItem.objects.filter(study=study)}
-    now = timezone.now()
-    assignments: dict[tuple[int, int], Assignment] = {}
+    item_of = {row.line: items[issues[(row.owner, row.name, row.number)].id] for row in rows}
+    assignments = _assignments_submit({(item_of[row.line], users[row.annotator]) for row in rows})
+    # Every (assignment, dimension) is once in the file (checked above): one read of what
+    # exists, one write of all the rows, instead of a few queries per row.
+    existing = {
+        (annotation.assignment_id, annotation.dimension_id): annotation
+        for annotation in Annotation.objects.filter(
+            assignment__in=assignments.values()
+        ).prefetch_related("categories")
+    }
+    changes: list[tuple[Assignment, _Change]] = []
     for row in rows:
-        issue = issues[(row.owner, row.name, row.number)]
-        user = users[row.annotator]
-        assignment_key = (items[issue.id].id, user.pk)
-        if assignment_key not in assignments:
-            assignment, _ = Assignment.objects.get_or_create(
-                item=items[issue.id],
-                annotator=user,
-                defaults={"selection_reason": "imported"},
-            )
-            assignment.status = Assignment.Status.SUBMITTED
-            assignment.submitted_at = assignment.submitted_at or now
-            assignment.version += 1
-            assignment.save(update_fields=["status", "submitted_at", "version"])
-            assignments[assignment_key] = assignment
-        assignment = assignments[assignment_key]
+        assignment = assignments[(item_of[row.line].id, users[row.annotator].pk)]
         dimension = dimensions[row.dimension]
-        _annotations_write(
-            assignment=assignment,
-            changes=[
+        changes.append(
+            (
+                assignment,
                 _Change(
                     dimension=dimension,
-                    annotation=Annotation.objects.filter(assignment=assignment, dimension=dimension)
-                    .prefetch_related("categories")
-                    .first(),
+                    annotation=existing.get((assignment.id, dimension.id)),
                     chosen=[categories[(dimension.id, key)] for key in row.labels],
                     answer=DimensionAnswer(
                         category_keys=list(row.labels), unsure=row.unsure, rationale=row.rationale
                     ),
-                )
-            ],
-            user=None,
-            assignment_status=Assignment.Status.SUBMITTED,
-            reason="imported",
+                ),
+            )
         )
-        report.annotations_written += 1
-    for item_id in sorted({item_id for item_id, _ in assignments}):
-        item_resolution_update(item=StudyItem(pk=item_id))
+    _annotations_write_many(
+        changes=changes, user=None, assignment_status=Assignment.Status.SUBMITTED, reason="imported"
+    )
+    report.annotations_written += len(rows)
+    items_resolution_update(study=study, item_ids=sorted({item_id for item_id, _ in assignments}))
     return report
+
+
+def _assignments_submit(
+    pairs: set[tuple[StudyItem, AbstractBaseUser]],
+) -> dict[tuple[int, int], Assignment]:
+    """The assignments of these (item, annotator) pairs, created where missing (selected as
+    "imported") and marked submitted, their version raised: (item id, user id) -> assignment,
+    in four queries however many pairs."""
+    item_ids = {item.id for item, _ in pairs}
+    user_ids = {user.pk for _, user in pairs}
+    wanted = {(item.id, user.pk) for item, user in pairs}
+
+    def found() -> dict[tuple[int, int], Assignment]:
+        return {
+            (assignment.item_id, assignment.annotator_id): assignment
+            for assignment in Assignment.objects.filter(
+                item_id__in=item_ids, annotator_id__in=user_ids
+            )
+            if (assignment.item_id, assignment.annotator_id) in wanted
+        }
+
+    Assignment.objects.bulk_create(
+        [
+            Assignment(item_id=item_id, annotator_id=user_id, selection_reason="imported")
+            for item_id, user_id in sorted(wanted - found().keys())
+        ]
+    )
+    assignments = found()
+    Assignment.objects.filter(id__in=[a.id for a in assignments.values()]).update(
+        status=Assignment.Status.SUBMITTED,
+        submitted_at=Coalesce("submitted_at", Value(timezone.now())),
+        version=F("version") + 1,
+    )
+    return assignments
 
 
 def _username_problem(name: str) -> str | None:

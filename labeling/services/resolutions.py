@@ -26,9 +26,11 @@ from labeling.access import (
     study_roles,
 )
 from labeling.disagreements import (
+    item_gold,
     item_labels_and_relabels,
     item_outcomes_for,
     item_relabels,
+    items_majority_decides,
     tiebreaker_candidates,
 )
 from labeling.models import (
@@ -39,7 +41,13 @@ from labeling.models import (
     Study,
     StudyItem,
 )
-from labeling.resolution_rules import DimensionOutcome, DimensionState, Relabel, relabel_plan
+from labeling.resolution_rules import (
+    DimensionOutcome,
+    DimensionState,
+    Relabel,
+    item_outcomes,
+    relabel_plan,
+)
 from labeling.selectors import study_dimensions
 from labeling.services.lifecycle import study_check_open
 from taxonomy.models import Category, Dimension
@@ -86,16 +94,77 @@ def item_resolution_update(*, item: StudyItem) -> StudyItem:
     _resolutions_write_automatic(
         item=item, outcomes=[o for o in outcomes if o.state in AUTOMATIC_NOTES]
     )
-    open_states = {DimensionState.OPEN, DimensionState.WAITING, DimensionState.RELABELING}
-    status = (
-        StudyItem.Status.IN_RESOLUTION
-        if any(outcome.state in open_states for outcome in outcomes)
-        else StudyItem.Status.RESOLVED
-    )
+    status = _status_of(outcomes)
     if item.status != status:
         item.status = status
         item.save(update_fields=["status"])
     return item
+
+
+OPEN_STATES = {DimensionState.OPEN, DimensionState.WAITING, DimensionState.RELABELING}
+
+
+def _status_of(outcomes: list[DimensionOutcome]) -> str:
+    if any(outcome.state in OPEN_STATES for outcome in outcomes):
+        return StudyItem.Status.IN_RESOLUTION
+    return StudyItem.Status.RESOLVED
+
+
+@transaction.atomic
+def items_resolution_update(*, study: Study, item_ids: list[int]) -> None:
+    """`item_resolution_update` for many items of one study (an import's): the assignments,
+    labels, gold labels and rules of them all read in a few queries, instead of a few per item;
+    only the items with a consensus or majority outcome to record write one by one."""
+    items = list(
+        StudyItem.objects.select_for_update(of=("self",))
+        .filter(study=study, pk__in=item_ids)
+        .order_by("pk")
+    )
+    counts = {
+        row["item_id"]: row
+        for row in Assignment.objects.filter(item__in=items)
+        .values("item_id")
+        .annotate(
+            submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+            unfinished=Count(
+                "id", filter=Q(status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT])
+            ),
+        )
+        .order_by()
+    }
+    ready = [
+        item
+        for item in items
+        if item.id in counts
+        and not counts[item.id]["unfinished"]
+        and counts[item.id]["submitted"] >= item.annotators_needed
+    ]
+    if not ready:
+        return
+    ready_ids = [item.id for item in ready]
+    dimensions = study_dimensions(study=study)
+    labels, relabels = item_labels_and_relabels(item_ids=ready_ids)
+    gold = item_gold(item_ids=ready_ids)
+    majority = items_majority_decides(study=study, item_ids=ready_ids)
+    by_status: dict[str, list[int]] = {}
+    for item in ready:
+        item.study = study
+        outcomes = item_outcomes(
+            dimensions=dimensions,
+            labels=labels.get(item.id, {}),
+            gold=gold.get(item.id, {}),
+            majority_decides=item.id in majority,
+            relabel=relabels.get(item.id, Relabel()),
+            needed=item.annotators_needed,
+        )
+        _resolutions_write_automatic(
+            item=item, outcomes=[o for o in outcomes if o.state in AUTOMATIC_NOTES]
+        )
+        status = _status_of(outcomes)
+        if item.status != status:
+            by_status.setdefault(status, []).append(item.id)
+    for status, ids in by_status.items():
+        StudyItem.objects.filter(pk__in=ids).update(status=status)
 
 
 @transaction.atomic

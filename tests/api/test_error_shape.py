@@ -124,7 +124,12 @@ def test_a_draft_that_is_not_json_is_refused_not_saved_without_its_answers(
 
 
 # File uploads take multipart bodies; every other body is JSON.
-UPLOADS = {"/api/studies/{slug}/annotation-import/", "/api/codebooks/import/"}
+UPLOADS = {
+    "/api/studies/{slug}/annotation-import/",
+    "/api/codebooks/import/",
+    "/api/studies/restore/",
+    "/api/studies/{slug}/issue-imports/",
+}
 
 
 def test_the_schema_offers_only_json_bodies(schema):

@@ -137,6 +137,15 @@ PAGES: dict[str, list[str]] = {
     "account": ["GET /api/account/", "PATCH /api/account/"],
     "study_import": ["POST /api/studies/{slug}/annotation-import/"],
     "codebook_import": ["POST /api/codebooks/import/"],
+    "study_restore": ["POST /api/studies/restore/"],
+    "study_issue_import": [
+        "GET /api/studies/{slug}/issue-imports/",
+        "POST /api/studies/{slug}/issue-imports/",
+    ],
+    "study_issue_import_jobs": [
+        "GET /api/studies/{slug}/issue-imports/",
+        "GET /api/studies/{slug}/issue-imports/{id}/",
+    ],
     # The account's API tokens.
     "account_tokens": ["GET /api/tokens/", "POST /api/tokens/", "DELETE /api/tokens/{id}/"],
 }

@@ -5,6 +5,7 @@ passes over the dimensions that do not apply yet.
 
 With SHELL_SCREENSHOTS set to a folder, each page is also saved there as a full-page PNG."""
 
+import io
 import os
 import re
 
@@ -13,6 +14,8 @@ from axe_playwright_python.sync_playwright import Axe
 from django.core.cache import cache
 
 from accounts.sso_settings import sso_providers_config
+from ingest.dispatch import issue_upload_start
+from ingest.issue_uploads import issue_upload_run
 from labeling.models import Assignment, StudyItem
 from taxonomy.drafts import codebook_draft_create
 from tests.oidc_server import FakeIdentityProvider
@@ -41,6 +44,12 @@ def pages(study, people, codebook_version):
     draft = codebook_draft_create(version=codebook_version, label="0.2.0")
     fresh = Assignment.objects.filter(annotator=people["annotator1"]).exclude(item=disputed)[0]
     version = codebook_version.id
+    # An issue import done, with a line refused: its results and error report on the page.
+    dump = issue_upload_start(
+        study=study, user=manager, stream=io.BytesIO(b"{not json\n"), size=10,
+        filename="issues.jsonl",
+    )  # fmt: skip
+    issue_upload_run(job_id=dump.id)
     overseeing = {
         "overview": "/studies/demo/",
         "agreement": "/studies/demo/agreement/",
@@ -73,6 +82,8 @@ def pages(study, people, codebook_version):
             "invitations": "/studies/demo/invitations/",
             "import": "/studies/demo/import/",
             "codebook-import": "/codebooks/import/",
+            "issue-import": "/studies/demo/import/issues/",
+            "restore": "/studies/restore/",
         },
         "adjudicator": overseeing,
         "annotator1": {
