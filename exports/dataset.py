@@ -123,6 +123,8 @@ def dataset_shape(*, study: Study, raw: bool = False, pseudonymise: bool = False
             "kind": round_.kind,
             "position": round_.position,
             "target_kappa": round_.target_kappa,
+            # The pilot gate's targets of their own, by required dimension key.
+            "dimension_targets": round_.dimension_targets or {},
         }
         for round_ in Round.objects.filter(study=study).order_by("position")
     ]

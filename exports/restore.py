@@ -245,6 +245,7 @@ def _target_open(
         restored_rounds = [study.rounds.get()]
         for spec in rounds[1:]:
             restored_rounds.append(round_save(study=study, name=spec["name"], kind=spec["kind"]))
+        required = {d.key for d in study_dimensions(study=study) if d.required}
         for round_, spec in zip(restored_rounds, rounds, strict=True):
             if spec["target_kappa"] is not None:
                 round_save(
@@ -254,6 +255,15 @@ def _target_open(
                     target_kappa=spec["target_kappa"],
                     round=round_,
                 )
+            unknown = sorted(set(spec["dimension_targets"]) - required)
+            if unknown:
+                raise _RowError(
+                    f"study_settings.rounds: {round_.name} has targets for {', '.join(unknown)}, "
+                    "which are not required dimensions of the study"
+                )
+            if spec["dimension_targets"]:
+                round_.dimension_targets = spec["dimension_targets"]
+                round_.save(update_fields=["dimension_targets"])
         # The study stays open while its rows are stored (a closed study takes no labels);
         # `_restore` closes it at the end when the file says it was closed.
         model_update(
@@ -397,11 +407,23 @@ def _round_spec(spec: Any, place: str) -> dict[str, Any]:
     target = spec.get("target_kappa")
     if target is not None and (isinstance(target, bool) or not isinstance(target, int | float)):
         raise _RowError(f"{place}.target_kappa: must be a number or null")
-    return {"name": name.strip(), "kind": kind, "target_kappa": target}
+    # Absent from files written before rounds carried them.
+    own = spec.get("dimension_targets") or {}
+    if not isinstance(own, dict) or not all(
+        isinstance(key, str) and _is_kappa(value) for key, value in own.items()
+    ):
+        raise _RowError(
+            f"{place}.dimension_targets: must map dimension keys to numbers between -1 and 1"
+        )
+    return {"name": name.strip(), "kind": kind, "target_kappa": target, "dimension_targets": own}
+
+
+def _is_kappa(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) and -1 <= value <= 1
 
 
 def _round_of(obj: dict[str, Any]) -> dict[str, Any]:
-    return {**_round_spec(obj.get("round"), "round"), "target_kappa": None}
+    return {**_round_spec(obj.get("round"), "round"), "target_kappa": None, "dimension_targets": {}}
 
 
 # --------------------------------------------------------------------------- rows

@@ -31,7 +31,11 @@ def resolved_study_make(codebook_version, sample_issues, people, make_user) -> S
         round_name="Pilot",
         round_kind="pilot",
     )
-    round_save(study=study, name="Pilot", kind="pilot", target_kappa=0.6, round=study.rounds.get())
+    pilot = round_save(
+        study=study, name="Pilot", kind="pilot", target_kappa=0.6, round=study.rounds.get()
+    )
+    pilot.dimension_targets = {"screening": 0.8}  # a target of its own for one dimension
+    pilot.save(update_fields=["dimension_targets"])
     main = round_save(study=study, name="Main")
     study_items_add(study=study, issues=sample_issues[6:12], round=main)
     items = list(study.items.order_by("id"))

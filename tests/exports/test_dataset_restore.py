@@ -73,9 +73,12 @@ def test_a_restore_under_a_new_slug_gives_the_same_dataset_and_agreement(
     assert dataset(restored) == dataset(resolved_study)
     assert agreement(restored) == agreement(resolved_study)
     assert Issue.objects.count() == issues_before  # the instance's issues are used as they are
-    assert [(r.name, r.kind, r.position, r.target_kappa) for r in restored.rounds.all()] == [
-        (r.name, r.kind, r.position, r.target_kappa) for r in resolved_study.rounds.all()
+    rounds = [
+        [(r.name, r.kind, r.position, r.target_kappa, r.dimension_targets) for r in s.rounds.all()]
+        for s in (restored, resolved_study)
     ]
+    assert rounds[0] == rounds[1]
+    assert rounds[0][0][4] == {"screening": 0.8}
     assert (restored.k, restored.resolution_rule, restored.required_dimensions) == (
         resolved_study.k,
         resolved_study.resolution_rule,
@@ -315,6 +318,29 @@ def test_a_bad_row_after_stored_batches_rolls_everything_back(resolved_study):
     assert refused.value.errors == [
         (len(rows), "labels.root_cause.gold: no_such_cause is not a category of root_cause")
     ]
+    assert stored_counts() == before
+
+
+@pytest.mark.parametrize(
+    ("targets", "message"),
+    [
+        ({"symptom_x": 0.5}, "Pilot has targets for symptom_x, which are not required dimensions"),
+        (
+            {"screening": 2},
+            "dimension_targets: must map dimension keys to numbers between -1 and 1",
+        ),
+        (["screening"], "dimension_targets: must map dimension keys to numbers between -1 and 1"),
+    ],
+)
+def test_a_rounds_targets_of_its_own_are_checked(resolved_study, targets, message):
+    rows = jsonl_rows(resolved_study)
+    rows[0]["study_settings"]["rounds"][0]["dimension_targets"] = targets
+    before = stored_counts()
+
+    with pytest.raises(DatasetRestoreError) as refused:
+        dataset_restore(rows=enumerate(rows, start=1), study_slug="restored")
+
+    assert message in refused.value.errors[0][1]
     assert stored_counts() == before
 
 
