@@ -22,6 +22,7 @@ from labeling.services.invitations import (
     invitation_create,
     invitation_get_by_token,
     invitation_guess_record,
+    invitation_join,
     invitation_path,
     invitation_revoke,
     invitation_state,
@@ -189,6 +190,51 @@ class InvitationAcceptView(APIView):
         role = Invitation.objects.filter(accepted_by=user).values_list("role", flat=True).first()
         accepted = {"username": user.get_username(), "study": study.slug, "role": role}
         return Response(AcceptedSerializer(accepted).data, status=status.HTTP_201_CREATED)
+
+
+class JoinSerializer(serializers.Serializer):
+    token = serializers.CharField(max_length=100)
+
+
+class InvitationJoinView(APIView):
+    """Accept an invitation with the account one is signed in with."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        request=JoinSerializer,
+        responses={
+            200: AcceptedSerializer,
+            400: OpenApiResponse(
+                ErrorSerializer, description="not valid, used, expired, or the role held already"
+            ),
+            401: OpenApiResponse(ErrorSerializer, description="not signed in"),
+            429: OpenApiResponse(ErrorSerializer, description="too many attempts"),
+        },
+        description=(
+            "Give the signed-in account (a password or single sign-on account) the "
+            "invitation's role in its study, once. Refused as `invitations/accept/` refuses, "
+            "and with `details.state` `member` when the account holds that role already. "
+            "Throttled per client address."
+        ),
+    )
+    def post(self, request):
+        if not invitation_attempt_allowed(client_address=client_address(request)):
+            raise Throttled()
+        body = JoinSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        token = body.validated_data["token"]
+        if invitation_get_by_token(token=token) is None:
+            invitation_guess_record(client_address=client_address(request))
+        study = invitation_join(token=token, user=request.user)
+        role = (
+            Invitation.objects.filter(study=study, accepted_by=request.user)
+            .order_by("-accepted_at")
+            .values_list("role", flat=True)
+            .first()
+        )
+        joined = {"username": request.user.get_username(), "study": study.slug, "role": role}
+        return Response(AcceptedSerializer(joined).data)
 
 
 class AccountSerializer(serializers.Serializer):

@@ -7,7 +7,7 @@ from api.assignments import AssignmentViewSet
 from api.codebooks import urlpatterns as codebook_urlpatterns
 from api.exports import ExportJobViewSet, StudyExportViewSet
 from api.imports import CodebookImportView, StudyRestoreView
-from api.invitations import AccountView, InvitationAcceptView
+from api.invitations import AccountView, InvitationAcceptView, InvitationJoinView
 from api.issue_imports import StudyIssueImportViewSet
 from api.machines import StudyMachineViewSet
 from api.queue import StudyQueueViewSet
@@ -48,6 +48,7 @@ urlpatterns = [
         name="study-issue-import",
     ),
     path("invitations/accept/", InvitationAcceptView.as_view(), name="invitation-accept"),
+    path("invitations/join/", InvitationJoinView.as_view(), name="invitation-join"),
     path("codebooks/import/", CodebookImportView.as_view(), name="codebook-import"),
     # Before the router's studies/{slug}/.
     path("studies/restore/", StudyRestoreView.as_view(), name="study-restore"),

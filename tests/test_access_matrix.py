@@ -1141,6 +1141,13 @@ CASES += [
         dict.fromkeys(ROLES, 400),  # no sign-in needed: the token is the credential
         {"token": "not-a-token", "username": "guess", "password": PASSWORD},
     ),
+    Case(
+        "API invitation join: an unknown token",
+        "post",
+        "/api/invitations/join/",
+        {**dict.fromkeys(ROLES, 400), "anonymous": 401},  # signed in: the account joins
+        {"token": "not-a-token"},
+    ),
 ]
 
 # Uploads: an annotation CSV into a study, a codebook file. The API routes take multipart only:

@@ -189,6 +189,36 @@ def invitation_accept(
     """Use an invitation: create the account (names by `common.names`, the password by Django's
     validators), give it the invited role, and mark the invitation used. Refused, and nothing
     made, when the link is unknown, used, revoked or expired, or anything is wrong."""
+    invitation = _pending_locked(token)
+    user = user_create(
+        username=username, first_name=first_name, last_name=last_name, is_active=True
+    )
+    try:
+        validate_password(password, user=user)
+    except ValidationError as error:
+        raise ApplicationError(" ".join(error.messages), {"field": "password"}) from None
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    return user, _join(invitation, user)
+
+
+@transaction.atomic
+def invitation_join(*, token: str, user: AbstractBaseUser) -> Study:
+    """Use an invitation with an account one has (signed in, by password or single sign-on):
+    give it the invited role and mark the invitation used. Refused, and nothing changed, as
+    `invitation_accept` refuses, and when the account holds that role in the study already."""
+    invitation = _pending_locked(token)
+    if Membership.objects.filter(study=invitation.study, user=user, role=invitation.role).exists():
+        raise ApplicationError(
+            f"You are {invitation.get_role_display().lower()} of this study already; the "
+            "invitation is left for someone else.",
+            {"state": "member"},
+        )
+    return _join(invitation, user)
+
+
+def _pending_locked(token: str) -> Invitation:
+    """The pending invitation of this token, its row locked; refused otherwise, saying why."""
     found = invitation_get_by_token(token=token)
     if found is None:
         raise ApplicationError("This invitation link is not valid.", {"state": "unknown"})
@@ -203,15 +233,10 @@ def invitation_accept(
             }[state],
             {"state": state},
         )
-    user = user_create(
-        username=username, first_name=first_name, last_name=last_name, is_active=True
-    )
-    try:
-        validate_password(password, user=user)
-    except ValidationError as error:
-        raise ApplicationError(" ".join(error.messages), {"field": "password"}) from None
-    user.set_password(password)
-    user.save(update_fields=["password"])
+    return invitation
+
+
+def _join(invitation: Invitation, user: AbstractBaseUser) -> Study:
     study = invitation.study
     study_member_join(study=study, user=user, role=invitation.role, by=user)
     invitation.accepted_at = timezone.now()
@@ -223,4 +248,4 @@ def invitation_accept(
         action=StudyEvent.Action.INVITATION_ACCEPTED,
         details={"invitation": invitation.pk, "role": invitation.role},
     )
-    return user, study
+    return study

@@ -133,7 +133,7 @@ PAGES: dict[str, list[str]] = {
         "DELETE /api/studies/{slug}/invitations/{invitation_id}/",
         "GET /api/studies/{slug}/members/",
     ],
-    "invitation_open": ["POST /api/invitations/accept/"],
+    "invitation_open": ["POST /api/invitations/accept/", "POST /api/invitations/join/"],
     "account": ["GET /api/account/", "PATCH /api/account/"],
     "study_import": ["POST /api/studies/{slug}/annotation-import/"],
     "codebook_import": ["POST /api/codebooks/import/"],

@@ -173,3 +173,34 @@ def test_api_account_name(people):
     assert response.status_code == 200 and response.json()["first_name"] == "Grace"
     refused = api.patch("/api/account/", {"last_name": "\u202eevil"}, format="json")
     assert refused.status_code == 400
+
+
+def test_a_signed_in_account_joins_with_the_link(client, study, people):
+    """Someone with an account (a password or a single sign-on one) joins as they are: the
+    page offers to join as them, the API does the same, once; a role held already is refused
+    and leaves the invitation for someone else."""
+    outsider = people["outsider"]
+    new = invitation_create(study=study, by=people["manager"], role="adjudicator")
+    client.force_login(outsider)
+    page = client.get(f"/invitations/{new.token}/")
+    assert "Join as outsider" in page.text and "Choose a username" not in page.text
+    response = client.post(f"/invitations/{new.token}/")
+    assert response.status_code == 302 and response.url == "/studies/demo/"
+    assert Membership.objects.filter(study=study, user=outsider, role="adjudicator").exists()
+    assert Invitation.objects.get(pk=new.invitation.pk).accepted_by == outsider
+    assert client.get(f"/invitations/{new.token}/").status_code == 410
+
+    again = invitation_create(study=study, by=people["manager"], role="adjudicator")
+    refused = client.post(f"/invitations/{again.token}/")
+    assert refused.status_code == 400 and "already" in refused.text
+    assert Invitation.objects.get(pk=again.invitation.pk).accepted_at is None
+
+    api = APIClient()
+    api.force_login(people["annotator2"])
+    joined = api.post("/api/invitations/join/", {"token": again.token}, format="json")
+    assert joined.status_code == 200
+    assert joined.json() == {"username": "annotator2", "study": "demo", "role": "adjudicator"}
+    used = api.post("/api/invitations/join/", {"token": again.token}, format="json")
+    assert used.status_code == 400 and used.json()["error"]["details"]["state"] == "accepted"
+    anonymous = APIClient().post("/api/invitations/join/", {"token": again.token}, format="json")
+    assert anonymous.status_code == 401

@@ -22,6 +22,7 @@ from labeling.services.invitations import (
     invitation_create,
     invitation_get_by_token,
     invitation_guess_record,
+    invitation_join,
     invitation_revoke,
     invitation_state,
 )
@@ -111,7 +112,8 @@ def study_invitations(request: HttpRequest, slug: str) -> HttpResponse:
 @never_cache
 @require_http_methods(["GET", "POST"])
 def invitation_open(request: HttpRequest, token: str) -> HttpResponse:
-    """Whoever has the link sets a username, a name and a password, and lands in the study."""
+    """Whoever has the link sets a username, a name and a password, and lands in the study; a
+    person signed in already (by password or single sign-on) joins with that account."""
     if not invitation_attempt_allowed(client_address=client_address(request)):
         return render(request, "web/invitation.html", {"state": "throttled"}, status=429)
     invitation = invitation_get_by_token(token=token)
@@ -120,6 +122,8 @@ def invitation_open(request: HttpRequest, token: str) -> HttpResponse:
     state = invitation_state(invitation) if invitation else "unknown"
     if state != InvitationState.PENDING:
         return render(request, "web/invitation.html", {"state": state}, status=410)
+    if request.user.is_authenticated:
+        return _join_signed_in(request, token, invitation)
     form = AcceptForm(request.POST or None)
     status = 200
     if request.method == "POST":
@@ -141,6 +145,20 @@ def invitation_open(request: HttpRequest, token: str) -> HttpResponse:
         status = 400
     context = {"state": state, "invitation": invitation, "form": form}
     return render(request, "web/invitation.html", context, status=status)
+
+
+def _join_signed_in(request: HttpRequest, token: str, invitation) -> HttpResponse:
+    error = ""
+    if request.method == "POST":
+        try:
+            study = invitation_join(token=token, user=request.user)
+        except ApplicationError as refused:
+            error = refused.message
+        else:
+            messages.success(request, f"Welcome to {study.name}.")
+            return redirect("study_overview", slug=study.slug)
+    context = {"state": InvitationState.PENDING, "invitation": invitation, "join_error": error}
+    return render(request, "web/invitation.html", context, status=400 if error else 200)
 
 
 @login_required
