@@ -54,10 +54,12 @@ from labeling.models import (
     ResolutionRevision,
     Round,
     Study,
+    StudyEvent,
     StudyItem,
 )
 from labeling.selectors import study_dimensions
 from labeling.services.annotations import annotations_import
+from labeling.services.lifecycle import study_event_record
 from labeling.services.studies import round_save, study_create, study_member_add
 from taxonomy.codebook_file import CodebookFileError, codebook_parse
 from taxonomy.models import Category, CodebookVersion, Dimension
@@ -141,14 +143,31 @@ def dataset_restore(
     codebook_data: dict[str, Any] | None = None,
     managers: Sequence[AbstractBaseUser] = (),
     batch_rows: int = BATCH_ROWS,
+    by: AbstractBaseUser | None = None,
+    source: str = "",
 ) -> RestoreReport:
     """Restore the study of a dataset file: `rows` are (line or row number, row or the error
     that reading it gave), as `exports.formats` readers yield them. `study_slug` renames the
     study; `codebook_data` is a codebook file's content for a version the instance lacks;
     `managers` become the study's managers. Raises DatasetRestoreError, and stores nothing,
-    when any row is wrong."""
+    when any row is wrong. The restore is the first act of the study's activity log, by `by`
+    (None: the operator) from `source` (the file's name)."""
     with transaction.atomic():
-        return _restore(rows, study_slug, codebook_data, managers, batch_rows)
+        report = _restore(rows, study_slug, codebook_data, managers, batch_rows)
+        study_event_record(
+            study=Study.objects.get(slug=report.study),
+            actor=by,
+            action=StudyEvent.Action.RESTORED,
+            details={
+                "file": source,
+                "study_items": report.rows,
+                "issues_created": report.issues_created,
+                "gold_labels": report.resolutions,
+                "annotations": report.annotations,
+                "accounts_created": report.users_created,
+            },
+        )
+        return report
 
 
 def _restore(

@@ -58,7 +58,11 @@ def dataset_upload_restore(
         # A savepoint of its own: the request's transaction stays usable after a refusal.
         with transaction.atomic():
             return dataset_restore(
-                rows=READERS[file_format](stream), study_slug=study_slug or None, managers=[user]
+                rows=READERS[file_format](stream),
+                study_slug=study_slug or None,
+                managers=[user],
+                by=user,
+                source=filename,
             )
     except DatasetRestoreError as error:
         place = "row" if file_format == "parquet" else "line"

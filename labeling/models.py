@@ -476,6 +476,7 @@ class StudyEvent(models.Model):
         INVITATION_ACCEPTED = "invitation_accepted", "Accepted an invitation"
         ANNOTATIONS_IMPORTED = "annotations_imported", "Imported annotations from a file"
         MACHINE_RATER = "machine_rater", "Chose the machine counted as one of k"
+        RESTORED = "restored", "Restored the study from a dataset file"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="events")
     actor = models.ForeignKey(
@@ -492,6 +493,12 @@ class StudyEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_action_display()} ({self.study})"
+
+    @property
+    def detail_pairs(self) -> list[tuple[str, object]]:
+        """The details as (key, value) pairs, for templates: `details.items` there would read a
+        detail named "items" instead of the dict's method."""
+        return list(self.details.items())
 
 
 class Invitation(models.Model):

@@ -22,6 +22,7 @@ from labeling.models import (
     Resolution,
     ResolutionRevision,
     Study,
+    StudyEvent,
     StudyItem,
 )
 from taxonomy.models import Codebook
@@ -79,6 +80,10 @@ def test_a_restore_under_a_new_slug_gives_the_same_dataset_and_agreement(
     ]
     assert rounds[0] == rounds[1]
     assert rounds[0][0][4] == {"screening": 0.8}
+    # The restore is the restored study's first act in its activity log, by the operator.
+    event = StudyEvent.objects.get(study=restored)
+    assert (event.action, event.actor, event.details["file"]) == ("restored", None, path.name)
+    assert event.details["study_items"] == restored.items.count()
     assert (restored.k, restored.resolution_rule, restored.required_dimensions) == (
         resolved_study.k,
         resolved_study.resolution_rule,

@@ -66,6 +66,10 @@ def test_the_page_restores_the_study_and_its_uploader_manages_it(
     assert restored.items.count() == resolved_study.items.count()
     assert MANAGER in study_roles(study=restored, user=creator)
     assert "Restored the study again" in html.unescape(client.get(response.url).text)
+    event = restored.events.get()
+    assert (event.action, event.actor, event.details["file"]) == (
+        "restored", creator, dataset_file.name,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("file_format", FORMATS)

@@ -53,6 +53,7 @@ class Command(BaseCommand):
                     study_slug=study,
                     codebook_data=codebook_data,
                     managers=managers,
+                    source=file.name,
                 )
         except OSError as error:
             raise CommandError(f"Cannot read {file}: {error}") from error
