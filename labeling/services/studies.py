@@ -21,6 +21,10 @@ from taxonomy.models import CodebookVersion
 User = get_user_model()
 
 
+# Slugs whose /studies/{slug}/ is a page of its own: a study of that slug could not be opened.
+RESERVED_SLUGS = frozenset({"new", "restore"})
+
+
 @transaction.atomic
 def study_create(
     *,
@@ -48,6 +52,10 @@ def study_create(
     the rule of `common.names` and is stored normalised.
     """
     name = study_name_check(name)
+    if slug in RESERVED_SLUGS:
+        raise ApplicationError(
+            f"The slug {slug!r} names a page of the product (/studies/{slug}/): choose another."
+        )
     if Study.objects.filter(slug=slug).exists():
         raise ApplicationError(f"A study with the slug {slug!r} exists already.")
     if k < 1:

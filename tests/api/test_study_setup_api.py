@@ -659,3 +659,14 @@ def test_gold_labels_of_similar_issues_are_a_setting_off_by_default(
     )
     assert shown.status_code == 201, shown.json()
     assert Study.objects.get(slug="shown").show_similar_gold is True
+
+
+@pytest.mark.parametrize("slug", ["new", "restore"])
+def test_a_slug_that_names_a_page_is_a_400(api, codebook_version, sample_issues, slug):
+    """/studies/new/ and /studies/restore/ are pages: a study of that slug could not be opened."""
+    response = api("creator").post(
+        "/api/studies/", body(codebook_version, slug=slug), format="json"
+    )
+    assert response.status_code == 400
+    assert "names a page of the product" in response.json()["error"]["message"]
+    assert not Study.objects.exists()
