@@ -58,6 +58,10 @@ def test_label_with_the_keyboard_only_submit_and_reload(study, new_page, live_se
     assert not page.errors
 
 
+# Seen three times in a day on a loaded machine, never alone: the first draft save after the
+# shortcuts dialog got no answer in 10 s (the server logged no save). Until that is explained, a
+# second and third try tell a real regression (it fails every time) from that.
+@pytest.mark.flaky(reruns=2, reruns_delay=1)
 def test_shortcuts_and_filter(study, new_page, live_server):
     page = new_page("annotator1")
     open_next(page, live_server)
