@@ -151,6 +151,18 @@ class StudyInvitationActions:
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def _token_body(request, serializer_class) -> dict:
+    """The checked body of a call that carries an invitation token: refused while the client is
+    throttled, and a token that opens nothing counted against it (a guess)."""
+    if not invitation_attempt_allowed(client_address=client_address(request)):
+        raise Throttled()
+    body = serializer_class(data=request.data)
+    body.is_valid(raise_exception=True)
+    if invitation_get_by_token(token=body.validated_data["token"]) is None:
+        invitation_guess_record(client_address=client_address(request))
+    return body.validated_data
+
+
 class InvitationAcceptView(APIView):
     """Accept an invitation: no sign-in needed, the token is the credential."""
 
@@ -173,13 +185,7 @@ class InvitationAcceptView(APIView):
         ),
     )
     def post(self, request):
-        if not invitation_attempt_allowed(client_address=client_address(request)):
-            raise Throttled()
-        body = AcceptSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
-        if invitation_get_by_token(token=data["token"]) is None:
-            invitation_guess_record(client_address=client_address(request))
+        data = _token_body(request, AcceptSerializer)
         user, study = invitation_accept(
             token=data["token"],
             username=data["username"],
@@ -219,21 +225,13 @@ class InvitationJoinView(APIView):
         ),
     )
     def post(self, request):
-        if not invitation_attempt_allowed(client_address=client_address(request)):
-            raise Throttled()
-        body = JoinSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        token = body.validated_data["token"]
-        if invitation_get_by_token(token=token) is None:
-            invitation_guess_record(client_address=client_address(request))
-        study = invitation_join(token=token, user=request.user)
-        role = (
-            Invitation.objects.filter(study=study, accepted_by=request.user)
-            .order_by("-accepted_at")
-            .values_list("role", flat=True)
-            .first()
-        )
-        joined = {"username": request.user.get_username(), "study": study.slug, "role": role}
+        data = _token_body(request, JoinSerializer)
+        invitation = invitation_join(token=data["token"], user=request.user)
+        joined = {
+            "username": request.user.get_username(),
+            "study": invitation.study.slug,
+            "role": invitation.role,
+        }
         return Response(AcceptedSerializer(joined).data)
 
 

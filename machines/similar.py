@@ -84,10 +84,11 @@ def study_corpus_state(*, study: Study) -> CorpusState:
     return CorpusState(study_id=study.pk, key=sha256_of(state)[:16], items=state["n"])
 
 
-def study_neighbours_compute(*, study: Study) -> Neighbours:
+def study_neighbours_compute(*, study: Study, state: CorpusState | None = None) -> Neighbours:
     """Compute the study's index (item id -> its nearest neighbours as (item id, cosine)) and
-    keep it in the cache, under the state its texts were read in and as the study's latest."""
-    state = study_corpus_state(study=study)
+    keep it in the cache, under the state its texts were read in (`state`, when the caller read
+    it just now) and as the study's latest."""
+    state = state or study_corpus_state(study=study)
     item_ids, texts = study_item_texts(study=study)
     table = {
         item_ids[row]: [(item_ids[other], score) for other, score in found]

@@ -49,7 +49,7 @@ def study_neighbours(*, study: Study) -> Neighbours:
     if table is not None:
         return table
     if state.items <= INLINE_MAX_ITEMS:
-        return study_neighbours_compute(study=study)
+        return study_neighbours_compute(study=study, state=state)
     # cache.add: one queued computation per state, whatever the number of pages asking.
     if cache.add(f"{state.cache_key}:queued", True, QUEUED_SECONDS):
         similar_index_task.delay(study.pk)

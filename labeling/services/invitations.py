@@ -203,10 +203,11 @@ def invitation_accept(
 
 
 @transaction.atomic
-def invitation_join(*, token: str, user: AbstractBaseUser) -> Study:
+def invitation_join(*, token: str, user: AbstractBaseUser) -> Invitation:
     """Use an invitation with an account one has (signed in, by password or single sign-on):
-    give it the invited role and mark the invitation used. Refused, and nothing changed, as
-    `invitation_accept` refuses, and when the account holds that role in the study already."""
+    give it the invited role and mark the invitation used; the invitation, used. Refused, and
+    nothing changed, as `invitation_accept` refuses, and when the account holds that role in the
+    study already."""
     invitation = _pending_locked(token)
     if Membership.objects.filter(study=invitation.study, user=user, role=invitation.role).exists():
         raise ApplicationError(
@@ -214,7 +215,8 @@ def invitation_join(*, token: str, user: AbstractBaseUser) -> Study:
             "invitation is left for someone else.",
             {"state": "member"},
         )
-    return _join(invitation, user)
+    _join(invitation, user)
+    return invitation
 
 
 def _pending_locked(token: str) -> Invitation:

@@ -151,7 +151,7 @@ def _join_signed_in(request: HttpRequest, token: str, invitation) -> HttpRespons
     error = ""
     if request.method == "POST":
         try:
-            study = invitation_join(token=token, user=request.user)
+            study = invitation_join(token=token, user=request.user).study
         except ApplicationError as refused:
             error = refused.message
         else:
