@@ -1,5 +1,6 @@
 """The annotators of bench/load.py, as locust users: each signs in on the login page, then labels
-item after item the way the labeling page does it in a browser.
+item after item the way the labeling page does it in a browser. bench/load.py starts them a few
+a second (its --spawn-rate), and each starts labeling as soon as it has signed in.
 
 One round: POST /studies/{slug}/next/ (only the first time: a submit already redirects to the
 next item), GET the labeling page, 2-3 background draft saves (the page's autosave route, the
@@ -51,9 +52,12 @@ class Run:
     origin = ""
     dimensions: list[str] = []
     credentials: list[tuple[str, str]] = []
+    spawned = 0
     signed_in = 0
     sign_in_failed = 0
-    go = Event()
+    # Why a sign-in failed when no request says so (an exception in the client, not a response).
+    sign_in_exceptions: list[str] = []
+    labeling: set[str] = set()  # the users who made a request after signing in
     stopping = False
     idle: Event = Event()
     active = 0
@@ -109,22 +113,42 @@ class Annotator(FastHttpUser):
     connection_timeout = 10.0
 
     def on_start(self) -> None:
+        Run.spawned += 1
         self.username, password = Run.credentials.pop()
-        self.client.get("/accounts/login/", name="login page")
-        response = self.client.post(
+        try:
+            signed_in = self._sign_in(password)
+        except Exception as error:  # any failure of the client is a failed sign-in
+            Run.sign_in_exceptions.append(f"{self.username}: {error!r}")
+            signed_in = False
+        if not signed_in:
+            Run.sign_in_failed += 1
+            raise StopUser(f"{self.username} could not sign in")
+        self.item_id: int | None = None
+        self.started = time.monotonic()
+        Run.signed_in += 1
+        Run.active += 1
+
+    def _sign_in(self, password: str) -> bool:
+        """The login page, then its form; a failure (a timeout included) is a failed request
+        named "login page" or "login", so that it counts as an error."""
+        with self.client.get(
+            "/accounts/login/", name="login page", catch_response=True
+        ) as response:
+            if response.status_code != 200:
+                response.failure(f"login page: {response.status_code}")
+                return False
+        with self.client.post(
             "/accounts/login/",
             data=urlencode({"username": self.username, "password": password, "next": "/"}),
             headers=self._post_headers("/accounts/login/", **FORM),
             name="login",
             allow_redirects=False,
-        )
-        if response.status_code != 302:
-            Run.sign_in_failed += 1
-            raise StopUser(f"{self.username} could not sign in ({response.status_code})")
-        self.item_id: int | None = None
-        self.started = time.monotonic()
-        Run.signed_in += 1
-        Run.go.wait()
+            catch_response=True,
+        ) as response:
+            if response.status_code != 302:
+                response.failure(f"login: {response.status_code} instead of a redirect")
+                return False
+        return True
 
     def _cookies(self) -> dict:
         """The session and CSRF cookies, sent by hand: they are Secure (production), and the
@@ -157,6 +181,7 @@ class Annotator(FastHttpUser):
     def _stop_if_asked(self) -> None:
         if Run.stopping:
             self._leave()
+        Run.labeling.add(self.username)
 
     def _follow(self, location: str) -> None:
         match = ITEM_PATH.search(location)
