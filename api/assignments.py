@@ -9,6 +9,8 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from api.exception_handler import ErrorSerializer
+from api.pagination import UncountedPagination
+from corpus.selectors import issue_text_fields_of
 from labeling.access import assignment_list_editable_by, assignment_list_visible_to
 from labeling.models import Annotation, Assignment
 from labeling.services.annotations import (
@@ -86,21 +88,26 @@ SAVE_RESPONSES = {
 }
 
 
-def _with_labels(assignments: QuerySet[Assignment]) -> QuerySet[Assignment]:
-    """What AssignmentSerializer shows, in a fixed number of queries."""
-    return assignments.select_related(
-        "item__study", "item__issue__repository", "annotator"
-    ).prefetch_related(
-        Prefetch(
-            "annotations",
-            queryset=Annotation.objects.select_related("dimension").prefetch_related("categories"),
+def with_labels(assignments: QuerySet[Assignment]) -> QuerySet[Assignment]:
+    """What AssignmentSerializer shows, in a fixed number of queries (none of the issues'
+    texts, which it does not show)."""
+    return (
+        assignments.select_related("item__study", "item__issue__repository", "annotator")
+        .defer(*issue_text_fields_of("item__issue"))
+        .prefetch_related(
+            Prefetch(
+                "annotations",
+                queryset=Annotation.objects.select_related("dimension").prefetch_related(
+                    "categories"
+                ),
+            )
         )
     )
 
 
 def assignments_visible_to(user) -> QuerySet[Assignment]:
     """labeling.access.assignment_list_visible_to, ready to serialize."""
-    return _with_labels(assignment_list_visible_to(user=user))
+    return with_labels(assignment_list_visible_to(user=user))
 
 
 class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -109,6 +116,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     you may read, is a 404: blind, and nobody labels in another's name."""
 
     serializer_class = AssignmentSerializer
+    pagination_class = UncountedPagination
     queryset = Assignment.objects.none()  # for the schema; requests use get_queryset
     filterset_fields = ["status", "item__study__slug"]
 
@@ -119,7 +127,7 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             assignments = assignment_list_editable_by(user=self.request.user)
         else:
             assignments = assignment_list_visible_to(user=self.request.user)
-        return _with_labels(assignments).order_by("item_id", "annotator_id")
+        return with_labels(assignments).order_by("item_id", "annotator_id")
 
     def _save(self, request, *, submit: bool) -> Response:
         assignment = self.get_object()

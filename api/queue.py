@@ -16,7 +16,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from api.assignments import AssignmentSerializer, assignments_visible_to
+from api.assignments import AssignmentSerializer, assignments_visible_to, with_labels
 from api.permissions import IsStudyMember, StudyLookup
 from api.resolutions import ERRORS, _item_id
 from api.serializers import IssueDetailSerializer, StudySerializer
@@ -176,8 +176,8 @@ class StudyQueueViewSet(StudyLookup, viewsets.GenericViewSet):
             status_filter=query.validated_data.get("status"),
             held_back=study_round_ids_held_back(study=study),
         )
-        assignments = assignments_visible_to(request.user).filter(pk__in=mine.values("pk"))
-        page = self.paginate_queryset(assignments.order_by("item_id"))
+        # One's own assignments are always visible to one: no permission filter to count.
+        page = self.paginate_queryset(with_labels(mine).order_by("item_id"))
         response = self.get_paginated_response(
             AssignmentSerializer(page, many=True, context={"request": request}).data
         )

@@ -15,6 +15,7 @@ from api.filters import IssueFilter
 from api.imports import StudyImportActions
 from api.invitations import StudyInvitationActions
 from api.lifecycle import StudyLifeActions, StudyRoundActions
+from api.pagination import UncountedPagination
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember, StudyLookup
 from api.report import StudyReportActions
 from api.resolutions import ERRORS, StudyResolutionActions
@@ -29,6 +30,7 @@ from api.serializers import (
 )
 from api.setup import StudySetupActions
 from corpus.models import Issue
+from corpus.selectors import ISSUE_TEXT_FIELDS
 from labeling.access import (
     codebook_list_visible_to,
     codebook_version_list_visible_to,
@@ -81,6 +83,7 @@ class IssueViewSet(viewsets.ReadOnlyModelViewSet):
     adjudicates, and those assigned to them (labeling.access.issue_list_visible_to)."""
 
     filterset_class = IssueFilter
+    pagination_class = UncountedPagination
     queryset = Issue.objects.none()  # for the schema; requests use get_queryset
 
     def get_serializer_class(self):
@@ -92,6 +95,8 @@ class IssueViewSet(viewsets.ReadOnlyModelViewSet):
         issues = issue_list_visible_to(user=self.request.user).select_related("repository")
         if self.action == "retrieve":
             issues = issues.prefetch_related("comments", "linked_fixes")
+        else:
+            issues = issues.defer(*ISSUE_TEXT_FIELDS)
         return issues.order_by("repository_id", "number")
 
 

@@ -11,6 +11,14 @@ from corpus.models import Issue, IssueComment, LinkedFix, Repository
 
 # What a selection rule (a source's filter, a study's follow) reads of an issue.
 RULE_FIELDS = ["id", "number", "state", "labels", "is_pull_request", "updated_at"]
+# The columns a list of issues never shows: their texts and GitHub's record can be large, and
+# reading and decoding them for each row of a long list costs more than the rest of the page.
+ISSUE_TEXT_FIELDS = ("body", "body_html", "raw", "facets")
+
+
+def issue_text_fields_of(path: str) -> list[str]:
+    """ISSUE_TEXT_FIELDS under a relation's path (``item__issue``), for ``defer()``."""
+    return [f"{path}__{name}" for name in ISSUE_TEXT_FIELDS]
 
 
 def issues_updated_at(*, repository_id: int, numbers: Iterable[int]) -> dict[int, datetime]:

@@ -9,7 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Prefetch, Q, QuerySet
 
 from corpus.models import Issue, IssueComment, LinkedFix
-from corpus.selectors import issue_thread
+from corpus.selectors import issue_text_fields_of, issue_thread
 from labeling.access import study_list_visible_to
 from labeling.models import Annotation, Assignment, Resolution, Study, StudyEvent, StudyItem
 from taxonomy.models import Category, Dimension
@@ -56,8 +56,10 @@ def queue_for_annotator(
 ) -> QuerySet[Assignment]:
     """The annotator's assignments in the study, by item; not those of rounds `held_back` by
     the pilot gate (labeling.pilot_gate)."""
-    assignments = Assignment.objects.filter(item__study=study, annotator=user).select_related(
-        "item__issue__repository"
+    assignments = (
+        Assignment.objects.filter(item__study=study, annotator=user)
+        .select_related("item__issue__repository")
+        .defer(*issue_text_fields_of("item__issue"))
     )
     if held_back:
         assignments = assignments.exclude(item__round_id__in=held_back)

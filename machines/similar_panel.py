@@ -1,10 +1,12 @@
 """Similar issues for the labeling page: an item's nearest neighbours among the study's items
 (machines.similar), with the near-copies flagged as duplicate candidates for screening.
 
-A page view costs one query to read the state of the study's texts and one to read its five
-neighbours. A study of up to INLINE_MAX_ITEMS items computes an index that is out of date in the
-request (about a second at that size); a larger one queues machines.tasks.similar_index_task and
-serves its latest index meanwhile (or none, the first time), so no request grows with the study.
+A page view costs one query to read its five neighbours and, at most once in STATE_SECONDS per
+study, one to read the state of the study's texts (a count over its items, which grows with the
+study: kept in the cache, so that an item's page does not count the study each time). A study of
+up to INLINE_MAX_ITEMS items computes an index that is out of date in the request (about a
+second at that size); a larger one queues machines.tasks.similar_index_task and serves its
+latest index meanwhile (or none, the first time), so no request grows with the study.
 What a page shows of the neighbours is decided here too: their titles, always; their gold labels,
 only where the study allows it and never of an item the viewer still has to label; never
 people's or machines' labels.
@@ -20,6 +22,7 @@ from django.core.cache import cache
 from corpus.models import Issue
 from labeling.models import Assignment, Resolution, Study, StudyItem
 from machines.similar import (
+    CorpusState,
     Neighbours,
     study_corpus_state,
     study_neighbours_compute,
@@ -29,6 +32,9 @@ from machines.tasks import similar_index_task
 DUPLICATE_SCORE = 0.8  # cosine from which a neighbour is flagged as a duplicate candidate
 INLINE_MAX_ITEMS = 2_000
 QUEUED_SECONDS = 10 * 60  # a queued computation is not queued again meanwhile
+# How long the state of a study's texts is trusted: new items and changed texts reach the
+# similar issues within this time.
+STATE_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,7 @@ class SimilarIssue:
 def study_neighbours(*, study: Study) -> Neighbours:
     """The study's index for its texts as they stand; for a large study whose index is out of
     date, the latest one while the new one is computed in the background."""
-    state = study_corpus_state(study=study)
+    state = study_corpus_state_recent(study=study)
     table = cache.get(state.cache_key)
     if table is not None:
         return table
@@ -57,6 +63,20 @@ def study_neighbours(*, study: Study) -> Neighbours:
         if table is not None:
             return table
     return cache.get(state.latest_cache_key) or {}
+
+
+def study_corpus_state_recent(*, study: Study) -> CorpusState:
+    """The state of the study's texts as read at most STATE_SECONDS ago."""
+    key = state_cache_key(study.pk)
+    state = cache.get(key)
+    if state is None:
+        state = study_corpus_state(study=study)
+        cache.set(key, state, STATE_SECONDS)
+    return state
+
+
+def state_cache_key(study_id: int) -> str:
+    return f"machines:similar:state:{study_id}"
 
 
 def item_similar_issues(

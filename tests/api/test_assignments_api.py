@@ -144,7 +144,7 @@ def test_blind_other_annotators_cannot_read_or_write(study, as_user):
         f"/api/assignments/{assignment['id']}/draft/", {"answers": {}}, format="json"
     )
     assert write.status_code == 404
-    assert as_user("outsider").get("/api/assignments/").json()["count"] == 0
+    assert as_user("outsider").get("/api/assignments/").json()["results"] == []
     # The manager sees every assignment of the study but cannot write someone else's.
     manager = as_user("manager")
     assert manager.get(f"/api/assignments/{assignment['id']}/").status_code == 200

@@ -37,8 +37,9 @@ def test_unreadable_or_unknown_filter_values_are_a_400_naming_them(manager, url,
 
 
 def test_known_filter_values_still_filter(manager, study):
-    assert manager.get("/api/issues/?is_pull_request=false").json()["count"] == 45
-    assert manager.get("/api/issues/?is_pull_request=true").json()["count"] == 0
+    issues = manager.get("/api/issues/?is_pull_request=false&page_size=200").json()["results"]
+    assert len(issues) == 45
+    assert manager.get("/api/issues/?is_pull_request=true").json()["results"] == []
     assert manager.get("/api/studies/demo/disagreements/?dimension=root_cause").status_code == 200
     assert manager.get("/api/studies/demo/disagreements/?round=Main").status_code == 200
 
@@ -63,9 +64,14 @@ def test_every_list_is_paginated_and_caps_page_size(manager, people, study, url)
     study_member_join(study=study, user=people["manager"], role="annotator")
     item_next_for_annotator(study=study, user=people["manager"])
     body = manager.get(f"{url}?page_size=1000").json()
-    assert {"count", "next", "previous", "results"} <= set(body)
+    assert {"next", "previous", "results"} <= set(body)
+    # The lists that grow with the corpus have no count (api.pagination.UncountedPagination).
+    assert ("count" in body) is (url not in ("/api/issues/", "/api/assignments/"))
     assert len(body["results"]) <= 200
     one = manager.get(f"{url}?page_size=1").json()
     assert len(one["results"]) <= 1
-    if one["count"] > 1:
-        assert one["next"] is not None
+    assert (one["next"] is not None) is (len(body["results"]) > 1)
+    if one["next"] is not None:
+        second = manager.get(one["next"]).json()
+        assert second["results"] == body["results"][1:2]
+        assert second["previous"] is not None

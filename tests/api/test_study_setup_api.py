@@ -591,7 +591,7 @@ def test_issues_are_searched_by_words_of_the_title_or_body(api, study, sample_is
     assert sorted(row["id"] for row in found["results"]) == sorted(expected)
     assert issue.id in expected
     two_words = api("manager").get("/api/issues/", {"search": f"{word} zzzqqq-nothing"}).json()
-    assert two_words["count"] == 0
+    assert two_words["results"] == []
 
 
 def test_issues_are_filtered_by_labels(api, study, sample_issues):
@@ -605,7 +605,7 @@ def test_issues_are_filtered_by_labels(api, study, sample_issues):
 
 def test_the_search_is_only_over_what_the_user_may_see(api, study, sample_issues):
     word = max(sample_issues[0].title.split(), key=len)
-    assert api("outsider").get("/api/issues/", {"search": word}).json()["count"] == 0
+    assert api("outsider").get("/api/issues/", {"search": word}).json()["results"] == []
 
 
 def test_the_schema_describes_the_setup_endpoints(api, study):

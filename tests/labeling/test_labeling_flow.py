@@ -143,6 +143,20 @@ def test_queue_shows_progress_and_filters(annotator_client, people):
     assert page.count("/studies/demo/items/") == 1
 
 
+def test_the_queue_comes_in_pages(annotator_client, monkeypatch):
+    """An annotator may hold thousands of items: the queue page shows them a page at a time,
+    and a filter stays on from page to page."""
+    monkeypatch.setattr("web.views.studies.QUEUE_PAGE_SIZE", 20)
+    first = annotator_client.get("/studies/demo/queue/").content.decode()
+    assert first.count("/studies/demo/items/") == 20
+    assert "Items 1\u201320 of 45" in first and "page=2" in first and 'rel="prev"' not in first
+    last = annotator_client.get("/studies/demo/queue/?page=3").content.decode()
+    assert last.count("/studies/demo/items/") == 5 and 'rel="next"' not in last
+    assert annotator_client.get("/studies/demo/queue/?page=99").status_code == 200  # the last
+    todo = annotator_client.get("/studies/demo/queue/?status=todo").content.decode()
+    assert "status=todo&amp;page=2" in todo
+
+
 def test_labeling_page_queries_do_not_grow_with_comments(
     annotator_client, django_assert_max_num_queries
 ):

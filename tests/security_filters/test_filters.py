@@ -137,7 +137,7 @@ def test_page_size_is_honoured_up_to_its_cap(api, sample_issues):
     default = api.get("/api/issues/").json()
     huge = api.get("/api/issues/?page_size=100000").json()
 
-    assert len(small["results"]) == 3 and small["count"] == len(sample_issues)
+    assert len(small["results"]) == 3 and "count" not in small and small["next"]
     assert len(default["results"]) == min(50, len(sample_issues))
     assert len(huge["results"]) == min(200, len(sample_issues))
 

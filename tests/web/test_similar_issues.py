@@ -6,6 +6,7 @@ cache until the study's texts change."""
 import re
 
 import pytest
+from django.core.cache import cache
 from django.test import Client
 
 from corpus.models import Issue, IssueComment
@@ -122,13 +123,15 @@ def test_no_gold_of_an_item_the_viewer_still_has_to_label(similar_study, people)
 def test_the_index_is_kept_until_the_texts_change(similar_study, django_assert_num_queries):
     study, items = similar_study
     first = study_neighbours(study=study)
-    with django_assert_num_queries(1):  # the state of the texts; the table from the cache
+    with django_assert_num_queries(0):  # the state of the texts and the table from the cache
         assert study_neighbours(study=study) == first
     assert [other for other, _ in first[items[0].pk]][:1] == [items[1].pk]
     issue = Issue.objects.get(pk=items[5].issue_id)
     issue.title = PAGE_TEXT  # now an exact copy of the page's issue
     issue.save()
     assert items[5].pk not in dict(first[items[0].pk])
+    assert study_neighbours(study=study) == first  # the state is trusted for STATE_SECONDS
+    cache.delete(similar_panel.state_cache_key(study.pk))  # STATE_SECONDS later
     changed = dict(study_neighbours(study=study)[items[0].pk])
     assert changed[items[5].pk] == pytest.approx(1.0)
 
@@ -136,8 +139,6 @@ def test_the_index_is_kept_until_the_texts_change(similar_study, django_assert_n
 def test_a_large_study_computes_its_index_in_the_background(similar_study, monkeypatch):
     """Above INLINE_MAX_ITEMS a page never computes the index: it queues the task once per
     state of the texts and serves the latest index meanwhile."""
-    from django.core.cache import cache
-
     from config.celery import app as celery_app
 
     study, items = similar_study
@@ -167,6 +168,7 @@ def test_a_large_study_computes_its_index_in_the_background(similar_study, monke
     issue = Issue.objects.get(pk=items[5].issue_id)
     issue.title = PAGE_TEXT
     issue.save()
+    cache.delete(similar_panel.state_cache_key(study.pk))  # STATE_SECONDS later
     monkeypatch.setattr(
         similar_panel.similar_index_task, "delay", lambda study_id: queued.append(study_id)
     )

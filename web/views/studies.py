@@ -6,6 +6,7 @@ Each view checks who may see what, calls one selector or service, renders.
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
@@ -137,21 +138,28 @@ def study_overview(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "web/study_overview.html", context)
 
 
+QUEUE_PAGE_SIZE = 100
+
+
 @login_required
 @require_safe
 def queue(request: HttpRequest, slug: str) -> HttpResponse:
     study, roles = study_or_404(request, slug)
     status_filter = request.GET.get("status")
+    assignments = queue_for_annotator(
+        study=study,
+        user=request.user,
+        status_filter=status_filter,
+        held_back=study_round_ids_held_back(study=study),
+    )
+    # A page of QUEUE_PAGE_SIZE: an annotator may hold thousands of items.
+    page = Paginator(assignments, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "study": study,
         "oversees": study_can_see_agreement(roles=roles),
         "manages": MANAGER in roles,
-        "assignments": queue_for_annotator(
-            study=study,
-            user=request.user,
-            status_filter=status_filter,
-            held_back=study_round_ids_held_back(study=study),
-        ),
+        "assignments": page,
+        "page": page,
         "progress": queue_progress(study=study, user=request.user),
         "filters": list(QUEUE_FILTERS),
         "status_filter": status_filter if status_filter in QUEUE_FILTERS else None,
