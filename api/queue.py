@@ -16,7 +16,12 @@ from rest_framework.exceptions import NotFound
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from api.assignments import AssignmentSerializer, assignments_visible_to, with_labels
+from api.assignments import (
+    ROW_FIELDS,
+    AssignmentSerializer,
+    assignments_visible_to,
+    rows_with_labels,
+)
 from api.permissions import IsStudyMember, StudyLookup
 from api.resolutions import ERRORS, _item_id
 from api.serializers import IssueDetailSerializer, StudySerializer
@@ -177,10 +182,8 @@ class StudyQueueViewSet(StudyLookup, viewsets.GenericViewSet):
             held_back=study_round_ids_held_back(study=study),
         )
         # One's own assignments are always visible to one: no permission filter to count.
-        page = self.paginate_queryset(with_labels(mine).order_by("item_id"))
-        response = self.get_paginated_response(
-            AssignmentSerializer(page, many=True, context={"request": request}).data
-        )
+        page = self.paginate_queryset(mine.values(*ROW_FIELDS).order_by("item_id"))
+        response = self.get_paginated_response(rows_with_labels(page))
         response.data["progress"] = _progress(queue_progress(study=study, user=request.user))
         return response
 

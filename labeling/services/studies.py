@@ -314,7 +314,7 @@ def _claim_first_free(candidate_ids: QuerySet, *, user: AbstractBaseUser) -> Ass
     return None
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # its callers do not go on after an error
 def item_next_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignment | None:
     """The assignment the annotator should work on next: their own unfinished ones first (drafts,
     then to-do, oldest item first), else a newly claimed item that still needs annotators.

@@ -55,6 +55,30 @@ def test_next_then_draft_then_submit(study, as_user):
     assert client.get(url).json()["status"] == "submitted"
 
 
+def test_the_lists_rows_are_the_detail_of_each_assignment(study, as_user):
+    """The list and the queue build their rows from plain values (api.assignments.
+    rows_with_labels): each row is what the detail route, a serializer over models, answers."""
+    client = as_user("annotator1")
+    for _ in range(2):
+        assignment = client.post("/api/studies/demo/next/").json()
+        client.post(
+            f"/api/assignments/{assignment['id']}/submit/",
+            {"version": assignment["version"], "answers": FULL_ANSWERS},
+            format="json",
+        )
+    client.post(
+        f"/api/assignments/{client.post('/api/studies/demo/next/').json()['id']}/draft/",
+        {"version": 0, "answers": {"symptom": {"categories": ["hang"], "unsure": True}}},
+        format="json",
+    )
+    queue = client.get("/api/studies/demo/queue/?page_size=5").json()["results"]
+    listed = client.get("/api/assignments/?page_size=5").json()["results"]
+    assert queue == listed
+    assert sum(bool(row["annotations"]) for row in listed) == 3
+    for row in listed:
+        assert row == client.get(f"/api/assignments/{row['id']}/").json()
+
+
 def test_stale_version_is_a_409_in_the_error_shape(study, as_user):
     client = as_user("annotator1")
     assignment = client.post("/api/studies/demo/next/").json()
