@@ -1,0 +1,390 @@
+"""The speed figures of a study from end to end, each beside its goal, on the embedded default
+(SQLite, the development server), as a newcomer runs it:
+
+* the import of N issues with their comments (`manage.py import_issues`, end to end: stored,
+  rendered, sanitised, facets);
+* in process, through Django's test client (the full request), for each study size: open one
+  item (the page and the API), submit one, the annotator's queue (first 100, with labels),
+  `/api/issues/` (first 100), and the time and queries of each; then the agreement report of
+  the size x 3 annotators x 9 dimensions over HTTP (without and with 1,000 bootstrap
+  resamples) and the JSONL export with every raw label, streamed (first byte, whole);
+* the development server on the largest study: from its start to the first page, its memory
+  once idle, and its peak and idle memory after streaming that export.
+
+    python bench/speed.py [--issues 10000] [--sizes 1000 10000]
+
+The goals are those of the speed issue, measured on 2 cores; a goal on a figure that should not
+grow with the study ("flat") compares the largest size with the smallest.
+"""
+
+import argparse
+import json
+import os
+import random
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from benchkit import ROOT, django_setup, run_child
+from import_issues import make_dump
+
+SAMPLES = 30  # requests timed per figure (the median is printed)
+PASSWORD = "speed-bench-password"
+
+
+def child(database_url: str, size: int) -> None:
+    """Build a study of `size` items and time the requests on it; print the figures as JSON."""
+    django_setup(database_url)
+    from django.conf import settings
+
+    settings.ALLOWED_HOSTS = ["testserver"]
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from corpus.models import Issue, IssueComment, Repository
+    from corpus.rendering import render_markdown
+    from labeling.models import Annotation, Assignment, StudyItem
+    from labeling.services.studies import study_create
+    from taxonomy.codebook_file import codebook_file_read
+    from taxonomy.models import Category, Dimension
+    from taxonomy.services import codebook_load
+
+    samples = [
+        json.loads(line)
+        for line in (ROOT / "corpus/data/sample-issues.jsonl").read_text().splitlines()
+    ]
+    version, _ = codebook_load(
+        data=codebook_file_read((ROOT / "taxonomy/data/llm-training-issues.json").read_bytes()),
+        publish=True,
+    )
+    users = get_user_model().objects
+    raters = [users.create_user(f"rater{i}") for i in range(3)]
+    labeler = users.create_user("labeler")
+    manager = users.create_user("manager", password=PASSWORD)
+    repositories = [Repository.objects.create(owner="bench", name=f"repo{i}") for i in range(3)]
+    now = timezone.now()
+    texts = [(s["title"], s["body"] or "", render_markdown(s["body"] or "")) for s in samples]
+    Issue.objects.bulk_create(
+        [
+            Issue(
+                repository=repositories[n % 3],
+                number=n,
+                title=texts[n % len(texts)][0],
+                body=texts[n % len(texts)][1],
+                body_html=texts[n % len(texts)][2] or "<p></p>",
+                state="closed",
+                created_at=now,
+                updated_at=now,
+                comments_count=2,
+            )
+            for n in range(1, size + 1)
+        ],
+        batch_size=2000,
+    )
+    issue_ids = list(Issue.objects.values_list("id", flat=True))
+    IssueComment.objects.bulk_create(
+        [
+            IssueComment(
+                issue_id=issue_id,
+                github_id=issue_id * 10 + j,
+                author="someone",
+                body="same here",
+                body_html="<p>same here</p>",
+                created_at=now,
+                updated_at=now,
+            )
+            for issue_id in issue_ids
+            for j in range(2)
+        ],
+        batch_size=5000,
+    )
+
+    def study_of_all(slug: str, k: int, annotators: list) -> list[int]:
+        study = study_create(
+            slug=slug, name=slug, codebook_version=version, k=k, managers=[manager]
+        )
+        round_ = study.rounds.get()
+        StudyItem.objects.bulk_create(
+            [StudyItem(study=study, issue_id=i, round=round_) for i in issue_ids],
+            batch_size=5000,
+        )
+        item_ids = list(study.items.order_by("id").values_list("id", flat=True))
+        from labeling.services.studies import study_member_add
+
+        for user in annotators:
+            study_member_add(study=study, user=user, role="annotator")
+        return item_ids
+
+    # "agree": every item labeled by 3 raters on the 9 dimensions, for the report and export.
+    agree_items = study_of_all("agree", 3, raters)
+    Assignment.objects.bulk_create(
+        [
+            Assignment(item_id=item_id, annotator=user, status="submitted", submitted_at=now)
+            for item_id in agree_items
+            for user in raters
+        ],
+        batch_size=5000,
+    )
+    dimensions = list(Dimension.objects.filter(version=version).order_by("position"))
+    categories = {
+        d.id: list(Category.objects.filter(dimension=d).values_list("id", flat=True))
+        for d in dimensions
+    }
+    Annotation.objects.bulk_create(
+        [
+            Annotation(assignment_id=assignment_id, dimension=dimension)
+            for assignment_id in Assignment.objects.values_list("id", flat=True)
+            for dimension in dimensions
+        ],
+        batch_size=5000,
+    )
+    rng = random.Random(11)
+    truth: dict[tuple[int, int], int] = {}
+    links = []
+    through = Annotation.categories.through
+    for annotation_id, item_id, dimension_id in Annotation.objects.values_list(
+        "id", "assignment__item_id", "dimension_id"
+    ).iterator(chunk_size=10_000):
+        options = categories[dimension_id]
+        true_label = truth.setdefault((item_id, dimension_id), rng.choice(options))
+        label = true_label if rng.random() < 0.75 else rng.choice(options)
+        links.append(through(annotation_id=annotation_id, category_id=label))
+    through.objects.bulk_create(links, batch_size=5000)
+    del links, truth
+
+    # "label": every item to one annotator, to open and submit.
+    label_items = study_of_all("label", 1, [labeler])
+    Assignment.objects.bulk_create(
+        [Assignment(item_id=item_id, annotator=labeler) for item_id in label_items],
+        batch_size=5000,
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+    person, overseer = Client(), Client()
+    person.force_login(labeler)
+    overseer.force_login(manager)
+    answers = {
+        "action": "submit",
+        "dim-screening": "include", "dim-symptom": "crash", "dim-root_cause": "api_misuse",
+        "dim-fix_pattern": "fix_api_usage", "dim-training_stage": "installation_build",
+        "dim-debugging_practice": ["error_message_analysis"], "rationale-root_cause": "because",
+    }  # fmt: skip
+    picked = random.Random(5).sample(label_items[SAMPLES * 4 :], SAMPLES * 2)
+    to_open, to_submit = picked[:SAMPLES], picked[SAMPLES:]
+    # The first 100 items of the queue get labels, as after a morning's work.
+    for item_id in label_items[:100]:
+        person.post(f"/studies/label/items/{item_id}/", answers)
+    person.get(f"/studies/label/items/{to_open[0]}/")  # warm the category trees' cache
+
+    def timed(request, ids, expected: int) -> dict:
+        timings, queries = [], 0
+        for item_id in ids:
+            with CaptureQueriesContext(connection) as captured:
+                started = time.perf_counter()
+                response = request(item_id)
+                timings.append(time.perf_counter() - started)
+            assert response.status_code == expected, response.status_code
+            queries = max(queries, len(captured))
+        return {"ms": 1000 * statistics.median(timings), "queries": queries}
+
+    figures = {
+        "page": timed(lambda i: person.get(f"/studies/label/items/{i}/"), to_open, 200),
+        "item_api": timed(
+            lambda i: person.get(f"/api/studies/label/items/{i}/labeling/"), to_open, 200
+        ),
+        "submit": timed(lambda i: person.post(f"/studies/label/items/{i}/", answers), to_submit, 302),
+        "queue": timed(
+            lambda i: person.get("/api/studies/label/queue/?page_size=100"), to_open, 200
+        ),
+        "issues": timed(lambda i: person.get("/api/issues/?page_size=100"), to_open, 200),
+    }
+    for name, query in (("agreement", ""), ("agreement_b1000", "?bootstrap=1000")):
+        best = float("inf")
+        for _ in range(3 if not query else 1):
+            started = time.perf_counter()
+            response = overseer.get(f"/api/studies/agree/agreement/{query}")
+            best = min(best, time.perf_counter() - started)
+            assert response.status_code == 200, response.status_code
+        figures[name] = {"seconds": best}
+    started = time.perf_counter()
+    response = overseer.get("/studies/agree/export/download/?format=jsonl&raw=on")
+    assert response.status_code == 200, response.status_code
+    stream = iter(response.streaming_content)
+    size_bytes = len(next(stream))
+    first_byte = time.perf_counter() - started
+    size_bytes += sum(len(chunk) for chunk in stream)
+    figures["export"] = {
+        "first_byte_seconds": first_byte,
+        "seconds": time.perf_counter() - started,
+        "mb": size_bytes / 1e6,
+    }
+    print(json.dumps(figures))
+
+
+def server_figures(database_url: str, port: int) -> dict:
+    """Start the development server on the study's database: seconds to the first page, its
+    resident memory idle, and its peak and idle memory after streaming the export."""
+    environment = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+    }
+    environment.pop("REDIS_URL", None)
+    started = time.perf_counter()
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/accounts/login/", timeout=5) as page:
+                    page.read()
+                break
+            except OSError:
+                if server.poll() is not None or time.perf_counter() - started > 120:
+                    raise RuntimeError("the server did not start") from None
+                time.sleep(0.05)
+        first_page = time.perf_counter() - started
+        idle = _memory_mb(server.pid)
+        opener = _signed_in(base)
+        with opener.open(f"{base}/studies/agree/export/download/?format=jsonl&raw=on") as export:
+            while export.read(1 << 16):
+                pass
+        after = _memory_mb(server.pid)
+        return {
+            "first_page_seconds": first_page,
+            "idle_mb": idle["VmRSS"],
+            "peak_mb": after["VmHWM"],
+            "after_export_mb": after["VmRSS"],
+        }
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=20)
+
+
+def _memory_mb(pid: int) -> dict[str, float]:
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            fields[name] = int(value.split()[0]) / 1024
+    return fields
+
+
+def _signed_in(base: str) -> urllib.request.OpenerDirector:
+    """A client signed in as the study's manager through the login form."""
+    import http.cookiejar
+    import re
+    import urllib.parse
+
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with opener.open(f"{base}/accounts/login/") as page:
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.read().decode())
+    body = urllib.parse.urlencode(
+        {"csrfmiddlewaretoken": token.group(1), "username": "manager", "password": PASSWORD}
+    ).encode()
+    request = urllib.request.Request(
+        f"{base}/accounts/login/", data=body, headers={"Referer": f"{base}/accounts/login/"}
+    )
+    with opener.open(request) as answer:
+        answer.read()
+    return opener
+
+
+def import_seconds(folder: Path, issues: int) -> tuple[float, int]:
+    """`manage.py import_issues` of a dump of `issues` issues into a migrated SQLite database,
+    timed from the command's start to its end."""
+    dump = folder / "dump.jsonl"
+    make_dump(dump, issues)
+    comments = sum(len(json.loads(line)["comments_data"]) for line in dump.open())
+    environment = {**os.environ, "DATABASE_URL": f"sqlite:///{folder}/import.sqlite3"}
+    environment.pop("REDIS_URL", None)
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=environment, check=True)
+    started = time.perf_counter()
+    subprocess.run(
+        [*manage, "import_issues", str(dump)],
+        cwd=ROOT,
+        env=environment,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - started, comments
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--issues", type=int, default=10_000, help="issues imported")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
+    parser.add_argument("--port", type=int, default=8797)
+    parser.add_argument("--child", nargs=2, metavar=("DATABASE_URL", "SIZE"))
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], int(args.child[1]))
+        return
+    sizes = sorted(args.sizes)
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        imported, comments = import_seconds(folder, args.issues)
+        by_size = {}
+        for size in sizes:
+            url = f"sqlite:///{folder}/study-{size}.sqlite3"
+            by_size[size] = run_child(__file__, url, str(size))
+        server = server_figures(f"sqlite:///{folder}/study-{sizes[-1]}.sqlite3", args.port)
+    _print(args.issues, comments, imported, sizes, by_size, server)
+
+
+def _print(issues, comments, imported, sizes, by_size, server) -> None:
+    small, large = by_size[sizes[0]], by_size[sizes[-1]]
+    span = f"{sizes[0]:,} -> {sizes[-1]:,} items"
+
+    def ms(name: str) -> str:
+        return " -> ".join(f"{by_size[s][name]['ms']:.1f}" for s in sizes) + " ms"
+
+    def queries(name: str) -> str:
+        return " -> ".join(str(by_size[s][name]["queries"]) for s in sizes)
+
+    def flat(name: str) -> str:
+        growth = large[name]["ms"] / small[name]["ms"]
+        return f"x{growth:.2f} ({'flat' if growth < 1.5 else 'grows'})"
+
+    a = by_size[sizes[-1]]
+    rows = [
+        ("import_issues, end to end", f"{issues:,} issues + {comments:,} comments: {imported:.2f} s", "<= 2 s (10k)"),
+        (f"open one item, page ({span})", f"{ms('page')}, {queries('page')} queries, {flat('page')}", "<= 10 ms, <= 12 queries, flat"),
+        (f"open one item, API ({span})", f"{ms('item_api')}, {queries('item_api')} queries, {flat('item_api')}", "<= 10 ms, <= 12 queries, flat"),
+        (f"submit one annotation ({span})", f"{ms('submit')}, {queries('submit')} queries", "<= 10 ms, <= 12 queries"),
+        (f"queue, first 100 with labels ({span})", f"{ms('queue')}, {queries('queue')} queries", "<= 30 ms"),
+        (f"/api/issues/ first 100 ({span})", f"{ms('issues')}, {queries('issues')} queries, {flat('issues')}", "<= 15 ms, flat"),
+        (f"agreement {sizes[-1]:,} x 3 x 9 over HTTP", f"{a['agreement']['seconds']:.2f} s; B = 1000: {a['agreement_b1000']['seconds']:.2f} s", "< 0.5 s; B = 1000: < 2 s"),
+        (f"export {sizes[-1]:,} items, JSONL with raw labels, streamed", f"first byte {1000 * a['export']['first_byte_seconds']:.0f} ms, whole {a['export']['seconds']:.2f} s ({a['export']['mb']:.0f} MB)", "10k < 1 s, 100k < 10 s"),
+        ("warm start to the first page (runserver)", f"{server['first_page_seconds']:.2f} s", "< 1.5 s"),
+        ("web process memory", f"idle {server['idle_mb']:.0f} MB; after the export {server['after_export_mb']:.0f} MB, peak {server['peak_mb']:.0f} MB", "< 150 MB idle, < 200 MB peak"),
+    ]  # fmt: skip
+    width = max(len(row[0]) for row in rows)
+    print(f"SQLite, the development server's settings; medians of {SAMPLES} requests in process")
+    for figure, now, goal in rows:
+        print(f"{figure:<{width}}  {now}   [goal {goal}]")
+    print(f"peak memory of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
