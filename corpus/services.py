@@ -2,10 +2,12 @@
 
 import hashlib
 import logging
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import orjson
@@ -17,8 +19,8 @@ from common.exceptions import ApplicationError
 from common.services import model_update
 from corpus.facets import issue_facets
 from corpus.models import Issue, IssueComment, LinkedFix, Repository, RepositoryAlias
-from corpus.records import IssueRecord, RecordError, issue_record_parse
-from corpus.rendering import render_markdown
+from corpus.records import CommentRecord, IssueRecord, RecordError, issue_record_parse
+from corpus.rendering import RenderedThread, issue_threads_render, render_markdown
 from corpus.selectors import repository_by_name
 from corpus.signals import issues_changed_upstream
 
@@ -75,6 +77,7 @@ def issues_import(
     objects: Iterable[tuple[int, Any]],
     render: bool = True,
     on_batch: Callable[[IssueImportReport, list[IssueRecord]], None] | None = None,
+    workers: int = 1,
 ) -> IssueImportReport:
     """Upsert the issues of an import file (with comments and linked fixes) by repository and
     number, through `issues_store` a batch at a time.
@@ -87,19 +90,113 @@ def issues_import(
     The same issue on two lines is merged, the newer copy winning (`_merge`). A comment id found
     under two different issues stays with the later line's issue, as a later import would move
     it: comment ids are unique across GitHub, and PostgreSQL refuses one upsert that writes a
-    row twice. With `render`, texts are rendered once at the end (one pass is faster than one
-    per batch); without, they wait for `issue_texts_render`. `on_batch`, when given, hears of
-    each stored batch with the report so far (progress) and the batch's records.
+    row twice. `on_batch`, when given, hears of each stored batch with the report so far
+    (progress) and the batch's records.
+
+    With `render`, the texts of the issues that a batch adds to the corpus (most of an import)
+    are rendered, with their facets, before the batch is stored and are stored with it: reading
+    them back and writing them again took longer than rendering them. With `workers` above 1,
+    that many processes render while this one reads and stores. The texts of issues stored
+    before, whose threads in the corpus may hold comments the file lacks, are rendered from the
+    corpus at the end (`issue_texts_render`), as are those of an issue that lost comments to an
+    issue of the file. Without `render`, all texts wait for `issue_texts_render`.
     """
     report = IssueImportReport()
-    for batch in _batches(objects, report):
-        report.add_stored(issues_store(records=batch, render=False))
-        if on_batch is not None:
-            on_batch(report, [record for _, record in batch])
+    if not render:
+        for batch in _batches(objects, report):
+            report.add_stored(issues_store(records=batch, render=False))
+            if on_batch is not None:
+                on_batch(report, [record for _, record in batch])
+        report.errors.sort()
+        return report
+    pool: ProcessPoolExecutor | None = None
+    try:
+        # A batch more than there are workers is rendered ahead, so that none waits while this
+        # process stores the oldest.
+        ahead: deque[_RenderingBatch] = deque()
+        for batch in _batches(objects, report):
+            if pool is None and workers > 1 and len(batch) >= BATCH_SIZE:
+                # Not for a file of less than one batch, which renders faster than processes
+                # start.
+                pool = ProcessPoolExecutor(max_workers=workers)
+            ahead.append(_RenderingBatch.start(batch, pool))
+            if len(ahead) > (workers if pool is not None else 0):
+                ahead.popleft().store(report=report, on_batch=on_batch)
+        while ahead:
+            ahead.popleft().store(report=report, on_batch=on_batch)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     report.errors.sort()
-    if render:
-        issue_texts_render(issue_ids=None)
+    issue_texts_render(issue_ids=None)
     return report
+
+
+@dataclass
+class _RenderingBatch:
+    """A batch of `issues_import` whose new issues' threads are being rendered."""
+
+    batch: list[tuple[int, IssueRecord]]
+    keys: list[tuple[str, str, int]]
+    rendered: Callable[[], list[RenderedThread]]
+
+    @classmethod
+    def start(
+        cls, batch: list[tuple[int, IssueRecord]], pool: ProcessPoolExecutor | None
+    ) -> "_RenderingBatch":
+        new = _issues_new([record for _, record in batch])
+        threads = [
+            (record.title, record.body, [comment.body for comment in _thread(record)])
+            for record in new
+        ]
+        if pool is None:
+            rendered = partial(issue_threads_render, threads)
+        else:
+            rendered = pool.submit(issue_threads_render, threads).result
+        return cls(batch, [_issue_key(record) for record in new], rendered)
+
+    def store(
+        self,
+        *,
+        report: IssueImportReport,
+        on_batch: Callable[[IssueImportReport, list[IssueRecord]], None] | None,
+    ) -> None:
+        threads = dict(zip(self.keys, self.rendered(), strict=True))
+        report.add_stored(issues_store(records=self.batch, render=False, rendered=threads))
+        if on_batch is not None:
+            on_batch(report, [record for _, record in self.batch])
+
+
+def _issues_new(records: list[IssueRecord]) -> list[IssueRecord]:
+    """The records whose issues the corpus does not hold, as far as reading it now tells: the
+    store decides again in its transaction, and a wrong guess costs only a render."""
+    by_repository: dict[tuple[str, str], list[IssueRecord]] = defaultdict(list)
+    for record in records:
+        by_repository[record.repository_key].append(record)
+    new: list[IssueRecord] = []
+    for (owner, name), group in by_repository.items():
+        repository = repository_by_name(owner=owner, name=name)
+        stored = set()
+        if repository is not None:
+            numbers = [record.number for record in group]
+            stored = {
+                number
+                for (number,) in _integers_where(
+                    Issue, ["number"], repository_id=[repository.id], number=numbers
+                )
+            }
+        new.extend(record for record in group if record.number not in stored)
+    return new
+
+
+def _issue_key(record: IssueRecord) -> tuple[str, str, int]:
+    return (record.owner, record.name, record.number)
+
+
+def _thread(record: IssueRecord) -> list[CommentRecord]:
+    """The record's comments in the order of a stored thread (IssueComment's ordering), the
+    order in which facets read them."""
+    return sorted(record.comments, key=lambda comment: (comment.created_at, comment.github_id))
 
 
 def issues_store(
@@ -107,6 +204,7 @@ def issues_store(
     records: Sequence[IssueRecord] | Sequence[tuple[int, IssueRecord]],
     replace_threads: bool = False,
     render: bool = True,
+    rendered: Mapping[tuple[str, str, int], RenderedThread] | None = None,
 ) -> IssueImportReport:
     """The one way issues enter the corpus: upsert a batch of records (distinct issues) with
     their comments and linked fixes, in one transaction, then render their Markdown and facets
@@ -119,10 +217,15 @@ def issues_store(
     written issue's comments and linked fixes become exactly those of its record (comments
     deleted upstream go); an import file, whose threads may be excerpts, only adds. Stored
     issues that changed are announced with `corpus.signals.issues_changed_upstream`.
+
+    `rendered` holds threads rendered ahead (`corpus.rendering.issue_thread_render` of the title,
+    body and comments in thread order) by (owner, name, number): an issue that the batch adds to
+    the corpus is stored rendered with them, and an issue that loses comments to it is marked
+    for rendering again. Issues stored before are rendered from the corpus, as without it.
     """
     placed = [entry if isinstance(entry, tuple) else (entry.number, entry) for entry in records]
     report = IssueImportReport(read=len(placed))
-    _store_lines(placed, {}, report, replace_threads=replace_threads)
+    _store_lines(placed, {}, report, replace_threads=replace_threads, rendered=rendered)
     if render and report.written_issue_ids:
         written = list(report.written_issue_ids)
         transaction.on_commit(lambda: issue_texts_render(issue_ids=written))
@@ -173,12 +276,17 @@ def _store_lines(
     report: IssueImportReport,
     *,
     replace_threads: bool,
+    rendered: Mapping[tuple[str, str, int], RenderedThread] | None,
 ) -> None:
     """Store a batch in one transaction or, if the database refuses it, each issue in its own,
     reporting the refused ones with their line."""
     try:
         _store_committed(
-            [record for _, record in batch], repositories, report, replace_threads=replace_threads
+            [record for _, record in batch],
+            repositories,
+            report,
+            replace_threads=replace_threads,
+            rendered=rendered,
         )
         return
     except (DatabaseError, ValueError, TypeError, OverflowError, RepositoryConflict) as error:
@@ -188,7 +296,9 @@ def _store_lines(
         )
     for line_number, record in batch:
         try:
-            _store_committed([record], repositories, report, replace_threads=replace_threads)
+            _store_committed(
+                [record], repositories, report, replace_threads=replace_threads, rendered=rendered
+            )
         except RepositoryConflict as error:
             report.errors.append((line_number, error.message))
         except (DatabaseError, ValueError, TypeError, OverflowError) as error:
@@ -202,12 +312,13 @@ def _store_committed(
     report: IssueImportReport,
     *,
     replace_threads: bool,
+    rendered: Mapping[tuple[str, str, int], RenderedThread] | None,
 ) -> None:
     """`_store_batch`, counting and caching repository ids only once its transaction is over: a
     rolled-back batch must not leave the ids of repositories it created (and undid) behind."""
     stored = IssueImportReport()
     known = dict(repositories)
-    _store_batch(records, known, stored, replace_threads=replace_threads)
+    _store_batch(records, known, stored, replace_threads=replace_threads, rendered=rendered)
     repositories.update(known)
     report.add_stored(stored)
 
@@ -251,6 +362,7 @@ def _store_batch(
     report: IssueImportReport,
     *,
     replace_threads: bool = False,
+    rendered: Mapping[tuple[str, str, int], RenderedThread] | None = None,
 ) -> None:
     if connection.vendor == "postgresql":
         # A lost batch after a crash is re-imported by running the import again (it is
@@ -263,16 +375,29 @@ def _store_batch(
     rows: list[dict[str, Any]] = []
     written: list[IssueRecord] = []
     changed_ids: list[int] = []
+    # The HTML of the comments of the issues stored rendered, by comment id.
+    comments_html: dict[int, str] = {}
     for record in records:
         key = (repository_ids[record.repository_key], record.number)
         existing = stored.get(key)
         if existing is not None and record.updated_at <= existing[1]:
             report.unchanged += 1
             continue
+        thread = None
         if existing is None:
             report.created += 1
+            if rendered is not None:
+                thread = rendered.get(_issue_key(record))
         else:
             changed_ids.append(existing[0])
+        if thread is not None:
+            comments_html.update(
+                zip(
+                    [comment.github_id for comment in _thread(record)],
+                    thread.comments_html,
+                    strict=True,
+                )
+            )
         report.pull_requests += record.is_pull_request
         written.append(record)
         rows.append(
@@ -280,8 +405,9 @@ def _store_batch(
                 "repository_id": key[0],
                 "number": record.number,
                 **{name: getattr(record, name) for name in ISSUE_FIELDS if name != "body_html"},
-                "body_html": "",  # rendered after the batch is stored
-                "facets": {},
+                # Empty: rendered after the batch is stored (`issue_texts_render`).
+                "body_html": "" if thread is None else thread.body_html,
+                "facets": {} if thread is None else thread.facets,
                 "stored_at": now,
             }
         )
@@ -295,7 +421,17 @@ def _store_batch(
     if changed_ids:
         report.changed_issue_ids.extend(changed_ids)
 
-    issue_ids = {key: value[0] for key, value in _stored_issues(written, repository_ids).items()}
+    written_keys = {(repository_ids[record.repository_key], record.number) for record in written}
+    issue_ids = {
+        (repository_id, number): issue_id
+        for issue_id, repository_id, number in _integers_where(
+            Issue,
+            ["id", "repository_id", "number"],
+            repository_id=list({key[0] for key in written_keys}),
+            number=list({key[1] for key in written_keys}),
+        )
+        if (repository_id, number) in written_keys
+    }
     report.written_issue_ids.extend(issue_ids.values())
     comment_rows = [
         {
@@ -303,14 +439,19 @@ def _store_batch(
             "github_id": comment.github_id,
             "author": comment.author,
             "body": comment.body,
-            "body_html": "",
+            "body_html": comments_html.get(comment.github_id, ""),
             "created_at": comment.created_at,
             "updated_at": comment.updated_at,
         }
         for record in written
         for comment in record.comments
     ]
+    # An issue that loses comments to one stored rendered is rendered again, as it would be
+    # had all been rendered after storing (a transferred issue's comments keep their ids).
+    losing = _comments_holders(comment_rows) if rendered is not None else set()
     bulk_upsert(IssueComment, comment_rows, unique_fields=["github_id"])
+    if losing:
+        Issue.objects.filter(id__in=losing).update(body_html="")
     fix_rows = [
         {
             "issue_id": issue_ids[(repository_ids[record.repository_key], record.number)],
@@ -340,6 +481,51 @@ def _store_batch(
                 LinkedFix.objects.filter(id=fix_id).delete()
     report.comments += len(comment_rows)
     report.linked_fixes += len(fix_rows)
+
+
+def _comments_holders(comment_rows: list[dict[str, Any]]) -> set[int]:
+    """The issues that hold any of these comments now, other than the ones the rows give."""
+    issue_of = {row["github_id"]: row["issue_id"] for row in comment_rows}
+    return {
+        issue_id
+        for github_id, issue_id in _integers_where(
+            IssueComment, ["github_id", "issue_id"], github_id=list(issue_of)
+        )
+        if issue_of[github_id] != issue_id
+    }
+
+
+def _integers_where(
+    model: type[models.Model], fields: list[str], **among: list[int]
+) -> list[tuple[int, ...]]:
+    """The integer `fields` of the rows of `model` whose fields (the keywords) hold one of the
+    given integers each. Django's IN lookup examines each value on its own, which cost more
+    than the queries; the values are parameters all the same. The longest list is sent in as
+    many statements as the database's parameter limit asks."""
+    if not all(among.values()):
+        return []
+    quote = connection.ops.quote_name
+    column = {name: quote(model._meta.get_field(name).column) for name in [*fields, *among]}
+    *fixed, (split_name, split_values) = sorted(among.items(), key=lambda item: len(item[1]))
+    fixed_params = [value for _, values in fixed for value in values]
+    most = connection.features.max_query_params
+    limit = most - len(fixed_params) if most else len(split_values)
+    found: list[tuple[int, ...]] = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(split_values), limit):
+            chunk = split_values[start : start + limit]
+            where = " AND ".join(
+                f"{column[name]} IN ({', '.join(['%s'] * len(values))})"
+                for name, values in [*fixed, (split_name, chunk)]
+            )
+            cursor.execute(
+                # Only the model's own table and column names are written in.
+                f"SELECT {', '.join(column[name] for name in fields)} "  # noqa: S608
+                f"FROM {quote(model._meta.db_table)} WHERE {where}",
+                [*fixed_params, *chunk],
+            )
+            found.extend(cursor.fetchall())
+    return found
 
 
 def _stored_issues(
@@ -383,11 +569,19 @@ def bulk_upsert(
         )
     )
     table = quote(model._meta.db_table)
-    adapters = [_adapter(field) for field in fields]
     names = list(rows[0])
-    params = [
-        tuple(adapt(row[name]) for adapt, name in zip(adapters, names, strict=True)) for row in rows
+    # Most values go as they are; only those that need it are adapted, in place.
+    adapters = [
+        (index, adapt)
+        for index, adapt in enumerate(_adapter(field) for field in fields)
+        if adapt is not None
     ]
+    params = []
+    for row in rows:
+        values = [row[name] for name in names]
+        for index, adapt in adapters:
+            values[index] = adapt(values[index])
+        params.append(values)
     # Only model metadata, quoted by the backend, is formatted into statements; values are
     # parameters or COPY data.
     with connection.cursor() as cursor:
@@ -416,8 +610,9 @@ def bulk_upsert(
         cursor.execute(f"TRUNCATE {staging}")
 
 
-def _adapter(field: models.Field) -> Callable[[Any], Any]:
-    """How a value of `field` is sent to this database, without the ORM's per-value checks.
+def _adapter(field: models.Field) -> Callable[[Any], Any] | None:
+    """How a value of `field` is sent to this database, without the ORM's per-value checks;
+    None when it goes as it is.
 
     Serialising JSON and times was half the time of an import. JSON goes through orjson (the
     same JSON text up to whitespace and escaping); an aware time is what PostgreSQL takes as it
@@ -429,9 +624,9 @@ def _adapter(field: models.Field) -> Callable[[Any], Any]:
         if connection.vendor == "sqlite":
             return _sqlite_time
         if connection.vendor == "postgresql":
-            return lambda value: value
+            return None
         return connection.ops.adapt_datetimefield_value
-    return lambda value: value
+    return None
 
 
 def _json_text(value: Any) -> str:
@@ -441,6 +636,8 @@ def _json_text(value: Any) -> str:
 def _sqlite_time(value: datetime | None) -> str | None:
     if value is None:
         return None
+    if value.tzinfo is UTC:  # as records and timezone.now() give them
+        return value.isoformat(sep=" ")[: -len("+00:00")]
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
 
 

@@ -1,5 +1,7 @@
 import json
+import re
 import time
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -797,3 +799,71 @@ def test_scanning_time_grows_linearly_without_the_size_caps(body, monkeypatch):
     monkeypatch.setattr(facets, "ISSUE_CHARS", 10**9)
     monkeypatch.setattr(facets, "LINE_CHARS", 10**9)
     assert seconds_for("", body, []) < 5.0
+
+
+# --- Shortcuts --------------------------------------------------------------------------------
+
+
+def facets_read_in_full(title: str, body: str, comments: list[str]) -> dict:
+    """`issue_facets` with its shortcuts off: every rule tried on every text, every line read."""
+    everything = re.compile("")
+    with mock.patch.multiple(
+        facets,
+        _hints_in=lambda lowered, among=None: frozenset(facets._HINTS),
+        _EXCEPTION_HINT=everything,
+        _ERROR_KIND_HINT=everything,
+        _DIGIT=everything,
+    ):
+        return issue_facets(title, body, comments)
+
+
+SHORTCUT_PIECES = st.sampled_from(
+    [
+        *("a", "Z", "0", "7", " ", "\n", "_", "-", ".", ":", "=", "x", '"', "(", "/", "\u00d7"),
+        *("tp", "TP", "PP8", "dp_size", "sp", "ep", "mp_size", "cp", "ZeRO", "zero_stage=3"),
+        *("paralle", "pipeline", "ulysses", "MoE", "experts", "ddp", "fsdp", "offload", "fp8"),
+        *("bfloat16", "amp", "autocast", "gradient_checkpointing", "grad_accum", "QLoRA", "awq"),
+        *("load_in_4bit", "flash_attn", "init_inference", "torch.compile", "inductor"),
+        *("torch", "pytorch", "deepspeed", "deep speed", "ds_report", "megatron", "mcore"),
+        *("transformers", "accelerate", "python", "apex", "peft", "triton", "cuda", "nvcc"),
+        *("cudnn", "nccl", "NCCL", "2.1.0", "version", " ...... ", "Titan V", "gaudi2", "A100"),
+        *("8x ", "GPUs", "CUDA error: ", "cuDNN error: ", "NCCL timeout", "Watchdog caught"),
+        *("Segmentation fault", "SIGSEGV", "ncclInternalError", "RuntimeError: ", "Warning"),
+        *("KeyboardInterrupt", "StopIteration", "raise ", "Traceback (most recent call last):\n"),
+        *('  File "x"\n', "https://", "[e.g. ", "\u0130"),
+    ]
+)
+SHORTCUT_TEXT = st.lists(SHORTCUT_PIECES, max_size=60).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(SHORTCUT_TEXT, SHORTCUT_TEXT, st.lists(SHORTCUT_TEXT, max_size=3))
+def test_shortcuts_find_what_reading_in_full_finds(title, body, comments):
+    # The hints that spare most texts most patterns must hold for every spelling they stand for.
+    assert issue_facets(title, body, comments) == facets_read_in_full(title, body, comments)
+
+
+def test_shortcuts_find_what_reading_in_full_finds_in_the_samples_and_snippets():
+    snippets = [
+        TRANSFORMERS_SYSTEM_INFO,
+        DEEPSPEED_BUG_REPORT,
+        MEGATRON_BUG_REPORT,
+        OUT_OF_MEMORY_TRACEBACK,
+        NCCL_TIMEOUT_LOG,
+    ]
+    issues = [("", snippet, []) for snippet in snippets] + [
+        (snippet.splitlines()[1], "", snippets) for snippet in snippets
+    ]
+    for line in SAMPLE_ISSUES_FILE.read_text().splitlines():
+        record = json.loads(line)
+        comments = [comment.get("body") or "" for comment in record.get("comments_data") or []]
+        issues.append((record["title"], record.get("body") or "", comments))
+    for title, body, comments in issues:
+        assert issue_facets(title, body, comments) == facets_read_in_full(title, body, comments)
+
+
+def test_every_version_spelling_holds_a_version_hint():
+    for pattern in facets._VERSION_NAME_PATTERNS.values():
+        for spelling in pattern.split("|"):
+            literal = re.sub(r"\[[^\]]*\]\??|\(\?:py\)\?|,\?|\[0-9\]|[?\s]", "", spelling)
+            assert any(hint in literal for hint in facets._VERSION_HINTS), spelling

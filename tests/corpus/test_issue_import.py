@@ -3,6 +3,8 @@ import json
 import pytest
 from django.core.management import call_command
 
+from corpus import services
+from corpus.issue_import import issue_file_lines
 from corpus.models import Issue, IssueComment, LinkedFix, Repository
 from tests.conftest import SAMPLE_ISSUES_FILE
 
@@ -152,3 +154,45 @@ def test_file_with_nothing_importable_is_an_error(db, tmp_path):
 
     with pytest.raises(CommandError, match="No issue could be imported"):
         call_command("import_issues", write_jsonl(tmp_path / "junk.jsonl", [b"junk", b"{"]))
+
+
+def rendered_snapshot() -> dict:
+    return {
+        "issues": sorted(
+            Issue.objects.values_list("repository__owner", "number", "body_html", "facets")
+        ),
+        "comments": sorted(IssueComment.objects.values_list("github_id", "body_html")),
+    }
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_issues_stored_rendered_are_what_rendering_after_storing_gives(db, monkeypatch, workers):
+    # Small batches, so that several are rendered ahead, by worker processes with workers=2.
+    monkeypatch.setattr(services, "BATCH_SIZE", 10)
+    with SAMPLE_ISSUES_FILE.open("rb") as stream:
+        services.issues_import(objects=issue_file_lines(stream), render=False)
+    assert services.issue_texts_render(issue_ids=None) > 45
+    rendered_after = rendered_snapshot()
+    Issue.objects.all().delete()
+    with SAMPLE_ISSUES_FILE.open("rb") as stream:
+        report = services.issues_import(objects=issue_file_lines(stream), workers=workers)
+    assert report.created == 45
+    assert rendered_snapshot() == rendered_after
+    assert services.issue_texts_render(issue_ids=None) == 0  # nothing was left to render
+
+
+def test_an_issue_that_loses_a_comment_to_a_later_line_is_rendered_again(db, tmp_path, monkeypatch):
+    # A transferred issue keeps its comments' ids: in a file with both copies, the later line's
+    # issue holds the comment, and the earlier issue's facets no longer read it.
+    monkeypatch.setattr(services, "BATCH_SIZE", 1)
+    first, second = (json.loads(json.dumps(record)) for record in sample_records()[:2])
+    moved = dict(first["comments_data"][0], body="KeyError: 'moved'")
+    first["comments_data"] = [moved]
+    second["comments_data"] = [moved]
+    second["repository_url"] = first["repository_url"]
+    second["number"] = first["number"] + 1
+    call_command("import_issues", write_jsonl(tmp_path / "moved.jsonl", [first, second]))
+    earlier, later = Issue.objects.order_by("number")
+    assert "KeyError" not in earlier.facets["exceptions"]
+    assert later.facets["exceptions"][-1:] == ["KeyError"]
+    assert IssueComment.objects.get(github_id=moved["id"]).issue == later
