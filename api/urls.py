@@ -5,7 +5,7 @@ from rest_framework.routers import DefaultRouter
 from api import views
 from api.assignments import AssignmentViewSet
 from api.codebooks import urlpatterns as codebook_urlpatterns
-from api.exports import ExportJobViewSet, StudyExportViewSet
+from api.exports import ExportJobViewSet, StudyDatasetView, StudyExportViewSet
 from api.imports import CodebookImportView, StudyRestoreView
 from api.invitations import AccountView, InvitationAcceptView, InvitationJoinView
 from api.issue_imports import StudyIssueImportViewSet
@@ -37,6 +37,7 @@ urlpatterns = [
         StudyExportViewSet.as_view({"get": "list", "post": "create"}),
         name="study-exports",
     ),
+    path("studies/<slug:slug>/dataset/", StudyDatasetView.as_view(), name="study-dataset"),
     path(
         "studies/<slug:slug>/issue-imports/",
         StudyIssueImportViewSet.as_view({"get": "list", "post": "create"}),

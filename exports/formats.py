@@ -58,7 +58,9 @@ RAW_VERSION = "raw_codebook_version"
 LIST_SEPARATOR = ";"
 # Rows per Parquet row group: the writer holds one group's columns at a time.
 PARQUET_BATCH_ROWS = 2_000
+# Rows per piece of a CSV or JSONL file, as streamed and as written to a job's file.
 CSV_BATCH_ROWS = 500
+JSONL_BATCH_ROWS = 200
 CONVERT_ROWS = 500  # rows held as Python objects while Parquet converts them
 # The key of the Parquet file's metadata that holds the codebook, sampling and study settings.
 PARQUET_METADATA_KEY = b"issuecoder.dataset"
@@ -177,10 +179,13 @@ def parquet_schema(columns: Sequence[Column], *, metadata: dict[str, Any]) -> "p
 _EMPTY: dict[str, Any] = {}
 
 
-def column_values(column: Column, rows: Sequence[dict[str, Any]]) -> list[Any]:
+def column_values(
+    column: Column, rows: Sequence[dict[str, Any]], memo: dict[tuple[str, str], list] | None = None
+) -> list[Any]:
     """One column's values for a batch of rows (lists stay lists, times stay datetimes). A
     column at a time, in one comprehension, since a function call per cell was most of the
-    time of writing CSV and Parquet."""
+    time of writing CSV and Parquet. `memo` (one per batch) keeps each dimension's entries
+    of the batch for its next columns (gold, gold_parent, method, one per annotator)."""
     name = column.name
     head, _, rest = name.partition(".")
     if head == RAW_VERSION:  # before the dimensions' columns: an annotator may be named "gold"
@@ -189,32 +194,45 @@ def column_values(column: Column, rows: Sequence[dict[str, Any]]) -> list[Any]:
         # No method: no resolution, hence no label set (an empty one reads "none applies"),
         # unless the dimension does not apply (the marker, which the encoders write).
         return [
-            entry.get(rest, []) if (entry := (r.get("labels") or _EMPTY).get(head) or _EMPTY)
+            entry.get(rest, []) if entry
             and (entry.get("method") or entry.get(rest) == NOT_APPLICABLE) else None
-            for r in rows
+            for entry in _entries(rows, "labels", head, memo)
         ]  # fmt: skip
     if rest == "method":
-        return [((r.get("labels") or _EMPTY).get(head) or _EMPTY).get("method") for r in rows]
+        return [entry.get("method") for entry in _entries(rows, "labels", head, memo)]
     if rest == "applies":
         return [
-            ((r.get("labels") or _EMPTY).get(head) or _EMPTY).get("gold") != NOT_APPLICABLE
-            for r in rows
+            entry.get("gold") != NOT_APPLICABLE for entry in _entries(rows, "labels", head, memo)
         ]
     if rest.startswith("applies."):
         annotator = rest.removeprefix("applies.")
         return [
-            None if (keys := ((r.get("raw") or _EMPTY).get(head) or _EMPTY).get(annotator)) is None
-            else keys != NOT_APPLICABLE
-            for r in rows
-        ]  # fmt: skip
+            None if (keys := answers.get(annotator)) is None else keys != NOT_APPLICABLE
+            for answers in _entries(rows, "raw", head, memo)
+        ]
     if rest.startswith("raw."):
         annotator = rest.removeprefix("raw.")
-        return [((r.get("raw") or _EMPTY).get(head) or _EMPTY).get(annotator) for r in rows]
+        return [answers.get(annotator) for answers in _entries(rows, "raw", head, memo)]
     if head in ("round", "codebook", "fix_size") and rest:
         return [(r.get(head) or _EMPTY).get(rest) for r in rows]
     if column.kind in ("list", "fixes"):
         return [r.get(name) or [] for r in rows]
     return [r.get(name) for r in rows]
+
+
+def _entries(
+    rows: Sequence[dict[str, Any]],
+    part: str,
+    dimension: str,
+    memo: dict[tuple[str, str], list] | None,
+) -> list[dict[str, Any]]:
+    """Each row's `part` ("labels" or "raw") of a dimension, {} where it has none."""
+    entries = memo.get((part, dimension)) if memo is not None else None
+    if entries is None:
+        entries = [(r.get(part) or _EMPTY).get(dimension) or _EMPTY for r in rows]
+        if memo is not None:
+            memo[(part, dimension)] = entries
+    return entries
 
 
 def row_nest(flat: dict[str, Any]) -> dict[str, Any]:
@@ -290,11 +308,15 @@ def row_nest(flat: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- writers
 
 
-def jsonl_lines(rows: Iterable[dict[str, Any]]) -> Iterator[bytes]:
-    """One orjson line per row; times in UTC with "Z"."""
+def jsonl_lines(
+    rows: Iterable[dict[str, Any]], *, batch_rows: int = JSONL_BATCH_ROWS
+) -> Iterator[bytes]:
+    """One orjson line per row, times in UTC with "Z", `batch_rows` lines a piece (a piece a
+    row made the web server send 100,000 tiny writes for 100,000 rows)."""
     options = orjson.OPT_UTC_Z | orjson.OPT_APPEND_NEWLINE
-    for row in rows:
-        yield orjson.dumps(row, option=options)
+    dumps = orjson.dumps
+    for batch in _batches(rows, batch_rows):
+        yield b"".join([dumps(row, option=options) for row in batch])
 
 
 def csv_lines(
@@ -305,23 +327,82 @@ def csv_lines(
     batch_rows: int = CSV_BATCH_ROWS,
 ) -> Iterator[bytes]:
     """The header, then the records of `batch_rows` rows at a time, as UTF-8 bytes (a record
-    may span lines: a title with a line break is quoted)."""
+    may span lines: a title with a line break is quoted). The header goes before the first row
+    is read."""
     columns = dataset_columns(dimensions=dimensions, annotators=annotators)
+    varying = len(columns) - len(_STUDY_COLUMNS)
+    encoders = [_CSV_ENCODERS[column.kind] for column in columns]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow([column.name for column in columns])
-    encoders = [_CSV_ENCODERS[column.kind] for column in columns]
+    yield buffer.getvalue().encode()  # before the first row is read
+    buffer.seek(0)
+    buffer.truncate()
+    # The last columns (codebook, sampling, settings) come from the same objects in every row
+    # of a study: their cells are quoted once, as each line's end, which a row that has other
+    # objects there changes. Quoting their JSON again in every row was half the time of
+    # writing CSV. The rows end in _MARK, then replaced by that end: a field that holds the
+    # mark (none can: the database keeps no NUL) sends its batch the long way.
+    marked = csv.writer(buffer, lineterminator=_MARK)
+    study: dict[str, Any] | None = None  # a row with the study's objects, kept for their ids
+    ending = ""
     for batch in _batches(rows, batch_rows):
-        cells = [
-            encode(column_values(column, batch))
-            for column, encode in zip(columns, encoders, strict=True)
-        ]
-        writer.writerows(zip(*cells, strict=True))
+        memo: dict[tuple[str, str], list] = {}
+        first = batch[0]
+        shared = _shared_of(first)
+        if all(_shared_of(row) == shared for row in batch):
+            if study is None or _shared_of(study) != shared:
+                study = first
+                ending = _csv_record(
+                    [encode(column_values(column, [first]))[0]
+                     for column, encode in zip(columns[varying:], encoders[varying:], strict=True)]
+                )  # fmt: skip
+            marked.writerows(
+                zip(
+                    *[
+                        encode(column_values(column, batch, memo))
+                        for column, encode in zip(
+                            columns[:varying], encoders[:varying], strict=True
+                        )
+                    ],
+                    strict=True,
+                )
+            )
+            text = buffer.getvalue()
+            if text.count(_MARK) == len(batch):
+                yield text.replace(_MARK, "," + ending).encode()
+                buffer.seek(0)
+                buffer.truncate()
+                continue
+            buffer.seek(0)
+            buffer.truncate()
+        writer.writerows(
+            zip(
+                *[
+                    encode(column_values(column, batch, memo))
+                    for column, encode in zip(columns, encoders, strict=True)
+                ],
+                strict=True,
+            )
+        )
         yield buffer.getvalue().encode()
         buffer.seek(0)
         buffer.truncate()
-    if buffer.tell():  # no row: the header alone
-        yield buffer.getvalue().encode()
+
+
+_MARK = "\x00"
+
+
+def _csv_record(cells: list[str]) -> str:
+    """One CSV record, with its line's end, as csv.writer writes it."""
+    line = io.StringIO()
+    csv.writer(line).writerow(cells)
+    return line.getvalue()
+
+
+def _shared_of(row: dict[str, Any]) -> tuple[int, int, int]:
+    """Which objects a row's last columns come from (the study's, shared by every row)."""
+    return id(row.get("codebook")), id(row.get("sampling")), id(row.get("study_settings"))
 
 
 def _batches(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
@@ -336,12 +417,12 @@ def _batches(rows: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[st
 
 
 def jsonl_write(rows: Iterable[dict[str, Any]], stream: IO[bytes]) -> int:
-    """`jsonl_lines` into a binary stream. Returns the number of rows."""
-    count = 0
-    for line in jsonl_lines(rows):
-        stream.write(line)
-        count += 1
-    return count
+    """`jsonl_lines` into a binary stream, the pieces a download sends. Returns the number of
+    rows."""
+    counted = _Counted(rows)
+    for piece in jsonl_lines(counted):
+        stream.write(piece)
+    return counted.count
 
 
 def csv_write(
@@ -351,7 +432,8 @@ def csv_write(
     dimensions: Sequence[str],
     annotators: Sequence[str] | None,
 ) -> int:
-    """`csv_lines` into a binary stream. Returns the number of rows."""
+    """`csv_lines` into a binary stream, the pieces a download sends. Returns the number of
+    rows."""
     counted = _Counted(rows)
     for piece in csv_lines(counted, dimensions=dimensions, annotators=annotators):
         stream.write(piece)
@@ -394,7 +476,8 @@ def parquet_write(
     grouped = 0
     with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
         for batch in _batches(rows, min(CONVERT_ROWS, batch_rows)):
-            values = [column_values(column, batch) for column in columns]
+            memo: dict[tuple[str, str], list] = {}
+            values = [column_values(column, batch, memo) for column in columns]
             arrays = [
                 pa.array(encode(column) if encode else column, type=field.type)
                 for column, encode, field in zip(values, encoders, schema, strict=True)

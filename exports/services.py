@@ -6,6 +6,7 @@ import re
 import secrets
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import IO, Any
 
@@ -18,9 +19,17 @@ from django.utils import timezone
 
 from common.exceptions import ApplicationError
 from exports.dataset import CHUNK_SIZE, dataset_rows, dataset_shape
-from exports.formats import FORMATS, csv_lines, csv_write, jsonl_lines, jsonl_write, parquet_write
+from exports.formats import (
+    CONTENT_TYPES,
+    FORMATS,
+    csv_lines,
+    csv_write,
+    jsonl_lines,
+    jsonl_write,
+    parquet_write,
+)
 from exports.models import ExportJob
-from labeling.models import Study
+from labeling.models import Study, StudyItem
 
 logger = logging.getLogger(__name__)
 
@@ -226,15 +235,80 @@ def export_jobs_requeue_lost(*, now: datetime | None = None) -> list[ExportJob]:
     return jobs
 
 
-def dataset_export_chunks(
+# Parquet's footer comes last: the file is written whole before its first byte can be sent, in
+# the request's time and memory (pyarrow's some 90 MB stay in the process after). A download
+# writes it only for a study this small; a larger one goes through a job (or the command).
+DIRECT_PARQUET_MAX_ITEMS = 5_000
+
+
+@dataclass
+class DatasetDownload:
+    """A dataset to send in a response: CSV and JSONL as `chunks` made while they are sent,
+    Parquet as a temporary `file` written whole (removed once closed, with the response)."""
+
+    filename: str
+    content_type: str
+    chunks: Iterator[bytes] | None = None
+    file: IO[bytes] | None = None
+
+
+def dataset_export_download(
     *, study: Study, format: str, raw: bool = False, pseudonymise: bool = False
+) -> DatasetDownload:
+    """The study's dataset for a download (the caller checked the user may export it): CSV and
+    JSONL of any size streamed from the first byte, a few thousand items read at a time, so
+    memory stays flat; Parquet only up to DIRECT_PARQUET_MAX_ITEMS items, else an
+    ApplicationError that says to start an export. Pseudonymising means something only with
+    raw labels, as in a job."""
+    if format not in FORMATS:
+        raise ApplicationError(
+            f"The format is one of {', '.join(FORMATS)}, not {format!r}.", {"format": format}
+        )
+    pseudonymise = raw and pseudonymise
+    filename = ExportJob(study=study, format=format, raw=raw, pseudonymise=pseudonymise).filename
+    if format != "parquet":
+        return DatasetDownload(
+            filename=filename,
+            content_type=CONTENT_TYPES[format],
+            chunks=dataset_export_chunks(
+                study=study, format=format, raw=raw, pseudonymise=pseudonymise
+            ),
+        )
+    items = StudyItem.objects.filter(study=study).count()
+    if items > DIRECT_PARQUET_MAX_ITEMS:
+        raise ApplicationError(
+            f"A Parquet file is written whole before it is sent, and this study has more than "
+            f"{DIRECT_PARQUET_MAX_ITEMS:,} items: start an export and download its file when it "
+            "is done, or choose CSV or JSONL, which stream at once.",
+            {"items": items, "max_items": DIRECT_PARQUET_MAX_ITEMS},
+        )
+    scratch = tempfile.TemporaryFile()  # noqa: SIM115 (closed with the response)
+    try:
+        dataset_export_write(
+            study=study, format=format, output=scratch, raw=raw, pseudonymise=pseudonymise
+        )
+    except BaseException:
+        scratch.close()
+        raise
+    scratch.seek(0)
+    return DatasetDownload(filename=filename, content_type=CONTENT_TYPES[format], file=scratch)
+
+
+def dataset_export_chunks(
+    *,
+    study: Study,
+    format: str,
+    raw: bool = False,
+    pseudonymise: bool = False,
+    chunk_size: int = CHUNK_SIZE,
 ) -> Iterator[bytes]:
-    """The study's dataset as CSV or JSONL bytes, a row at a time, for a streamed download
-    (Parquet is written whole: its footer comes last)."""
+    """The study's dataset as CSV or JSONL bytes for a streamed download, a few hundred rows a
+    piece (Parquet is written whole: its footer comes last). The shape is read now, the rows
+    `chunk_size` items at a time as the pieces are asked for."""
     if format not in ("csv", "jsonl"):
         raise ApplicationError(f"Only csv and jsonl are streamed, not {format!r}.")
     shape = dataset_shape(study=study, raw=raw, pseudonymise=pseudonymise)
-    rows = dataset_rows(shape=shape)
+    rows = dataset_rows(shape=shape, chunk_size=chunk_size)
     if format == "jsonl":
         return jsonl_lines(rows)
     return csv_lines(rows, dimensions=shape.dimensions, annotators=shape.annotators)

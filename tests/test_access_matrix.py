@@ -955,6 +955,7 @@ CASES += [
 # Exports over the API. A job the user may not see is a 404, whatever the role.
 CASES += [
     api("study exports", "/api/studies/demo/exports/", managers(200)),
+    api("study dataset", "/api/studies/demo/dataset/?format=jsonl&raw=true", managers(200)),
     api(
         "study exports: start",
         "/api/studies/demo/exports/",

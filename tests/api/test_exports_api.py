@@ -1,8 +1,13 @@
-"""Exports over the API: POST /api/studies/{slug}/exports/ (202 with the job), GET the
-study's jobs, GET /api/exports/{id}/ (status, progress, download URL when done) and its
-download. Managers only: annotators 403 on the study's routes, 404 on a job; another study's
-job 404; a bad format a 400 in the one error shape; every route in the schema."""
+"""Exports over the API: GET /api/studies/{slug}/dataset/ (the dataset streamed at once),
+POST /api/studies/{slug}/exports/ (202 with the job), GET the study's jobs, GET
+/api/exports/{id}/ (status, progress, download URL when done) and its download. Managers only:
+annotators 403 on the study's routes, 404 on a job; another study's job 404; a bad format a 400
+in the one error shape; every route in the schema."""
 
+import io
+
+import orjson
+import pyarrow.parquet as pq
 import pytest
 from rest_framework.test import APIClient
 
@@ -127,5 +132,72 @@ def test_the_routes_are_in_the_schema_with_their_shapes(db, people):
     assert "ExportJobCreate" in str(post["requestBody"])
     assert "get" in paths["/api/exports/{id}/"]
     assert "get" in paths["/api/exports/{id}/download/"]
+    dataset = paths["/api/studies/{slug}/dataset/"]["get"]
+    assert {p["name"] for p in dataset["parameters"]} >= {"format", "raw", "pseudonymise"}
+    assert {"text/csv", "application/x-ndjson"} <= set(dataset["responses"]["200"]["content"])
     job = schema["components"]["schemas"]["ExportJob"]["properties"]
     assert {"status", "rows_done", "rows_total", "download_url"} <= set(job)
+
+
+@pytest.mark.parametrize("file_format", ["csv", "jsonl", "parquet"])
+def test_a_manager_downloads_the_dataset_at_once(resolved_study, people, file_format):
+    """The page's Download now over the API: CSV and JSONL streamed, the same bytes as a job's
+    file; Parquet written whole first; pseudonymised as asked."""
+    client = client_for(people["manager"])
+
+    response = client.get(
+        f"/api/studies/{resolved_study.slug}/dataset/",
+        {"format": file_format, "raw": "true", "pseudonymise": "true"},
+    )
+
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == (
+        f'attachment; filename="export-me-dataset-raw-pseudonymised.{file_format}"'
+    )
+    content = b"".join(response.streaming_content)
+    assert b"annotator1" not in content and b"annotator-01" in content
+    if file_format == "parquet":
+        assert pq.ParquetFile(io.BytesIO(content)).metadata.num_rows == 12
+        return
+    job = export_job_start(
+        study=resolved_study, user=people["manager"], format=file_format, raw=True,
+        pseudonymise=True,
+    )  # fmt: skip
+    job = export_job_run(job_id=job.pk)
+    with job.file.open("rb") as stored:
+        assert content == stored.read()
+    if file_format == "jsonl":
+        rows = [orjson.loads(line) for line in content.splitlines()]
+        assert len(rows) == 12 and set(rows[0]["raw_codebook_version"]) <= {
+            "annotator-01", "annotator-02", "annotator-03"
+        }  # fmt: skip
+
+
+def test_the_dataset_defaults_to_jsonl_of_the_gold_labels(resolved_study, people):
+    response = client_for(people["manager"]).get(f"/api/studies/{resolved_study.slug}/dataset/")
+
+    assert response.status_code == 200 and response["Content-Type"] == "application/x-ndjson"
+    rows = [orjson.loads(line) for line in b"".join(response.streaming_content).splitlines()]
+    assert len(rows) == 12 and "raw" not in rows[0]
+
+
+def test_the_dataset_is_for_managers_and_refuses_what_it_cannot_send(
+    resolved_study, people, monkeypatch
+):
+    url = f"/api/studies/{resolved_study.slug}/dataset/"
+    assert client_for(people["annotator1"]).get(url).status_code == 403
+    assert client_for(people["adjudicator"]).get(url).status_code == 403
+    assert client_for(people["outsider"]).get(url).status_code == 404
+    assert APIClient().get(url).status_code in (401, 403)
+    manager = client_for(people["manager"])
+
+    bad = manager.get(url, {"format": "xlsx"})
+    monkeypatch.setattr("exports.services.DIRECT_PARQUET_MAX_ITEMS", 5)
+    whole = manager.get(url, {"format": "parquet"})
+    streamed = manager.get(url, {"format": "csv"})
+
+    assert bad.status_code == 400 and "format" in bad.json()["error"]["details"]
+    assert whole.status_code == 400
+    assert whole.json()["error"]["details"] == {"items": 12, "max_items": 5}
+    assert "start an export" in whole.json()["error"]["message"]
+    assert streamed.status_code == 200 and streamed.streaming

@@ -67,10 +67,7 @@ PAGES: dict[str, list[str]] = {
     "study_export": ["GET /api/studies/{slug}/exports/", "POST /api/studies/{slug}/exports/"],
     "study_export_jobs": ["GET /api/studies/{slug}/exports/", "GET /api/exports/{id}/"],
     "export_job_download": ["GET /api/exports/{id}/download/"],
-    "study_export_download": [
-        "POST /api/studies/{slug}/exports/",
-        "GET /api/exports/{id}/download/",
-    ],
+    "study_export_download": ["GET /api/studies/{slug}/dataset/"],
     # Codebooks, their editor and a study's move to a new version.
     "codebooks": ["GET /api/codebooks/"],
     "codebook_version": ["GET /api/codebook-versions/{id}/"],

@@ -24,6 +24,7 @@ from exports.formats import (
     FORMATS,
     NONE_APPLIES,
     NOT_APPLICABLE,
+    csv_lines,
     csv_read,
     csv_write,
     jsonl_read,
@@ -446,3 +447,28 @@ def test_the_study_is_read_a_chunk_at_a_time_with_flat_memory_and_queries_per_ch
     # (garbage the collector has not reached yet) is a small part of that.
     row_size = len(orjson.dumps(next(dataset_rows(shape=shape))))
     assert (large - small) / 2_500 < row_size / 10, (small, large, row_size)
+
+
+def test_csv_writes_the_studys_shared_columns_once_with_the_same_bytes():
+    """Rows that share the study's objects (codebook, sampling, settings) get their last cells
+    quoted once; rows that do not, or a field that holds the line's mark, go the long way: the
+    same bytes either way."""
+    dimensions, annotators = ["screening"], ["annotator-01"]
+    rows = list(fake_rows(1_200, dimensions=dimensions, annotators=annotators))
+    codebook = {"name": "c", "version": "1", "hash": "h"}
+    sampling, settings = {"seed": 1, "note": 'a "quoted", text'}, {"name": "s\nt"}
+    shared = [dict(r, codebook=codebook, sampling=sampling, study_settings=settings) for r in rows]
+    apart = [
+        dict(r, codebook=dict(codebook), sampling=dict(sampling), study_settings=dict(settings))
+        for r in rows
+    ]
+    shared[700]["title"] = apart[700]["title"] = "a NUL \x00 in a title"
+
+    def written(batch):
+        return b"".join(csv_lines(batch, dimensions=dimensions, annotators=annotators))
+
+    assert written(shared) == written(apart)
+    back = list(csv.DictReader(io.StringIO(written(shared).decode())))
+    assert len(back) == 1_200 and back[700]["title"] == "a NUL \x00 in a title"
+    assert orjson.loads(back[-1]["sampling"]) == sampling
+    assert orjson.loads(back[0]["study_settings"]) == settings

@@ -174,15 +174,49 @@ def test_a_small_study_downloads_at_once(resolved_study, people, file_format):
         assert content.startswith(b"issue,repository")
 
 
-def test_a_large_study_is_sent_to_the_jobs(resolved_study, people, monkeypatch):
-    monkeypatch.setattr("web.views.export.DIRECT_DOWNLOAD_MAX_ITEMS", 5)
+def test_a_large_study_streams_csv_and_jsonl_and_sends_parquet_to_a_job(
+    resolved_study, people, monkeypatch
+):
+    """CSV and JSONL stream whatever the size; Parquet, written whole before it is sent, past
+    DIRECT_PARQUET_MAX_ITEMS: the address refuses it, Download now starts a job and says so."""
+    monkeypatch.setattr("exports.services.DIRECT_PARQUET_MAX_ITEMS", 5)
+    monkeypatch.setattr("web.views.export.DIRECT_PARQUET_MAX_ITEMS", 5)
     client = login(people["manager"])
+    url = f"/studies/{resolved_study.slug}/export/"
 
-    page = client.get(f"/studies/{resolved_study.slug}/export/").content.decode()
-    response = client.get(f"/studies/{resolved_study.slug}/export/download/", {"format": "csv"})
+    page = client.get(url).content.decode()
+    streamed = client.get(f"{url}download/", {"format": "jsonl"})
+    refused = client.get(f"{url}download/", {"format": "parquet"})
+    asked = client.post(url, {"format": "parquet", "action": "download"}, follow=True)
 
-    assert "Download now" not in page
-    assert response.status_code == 400 and b"start an export" in response.content
+    assert 'value="download" class="primary">Download now' in page
+    assert "Parquet is written whole before it can be sent" in page
+    assert streamed.status_code == 200 and streamed.streaming
+    assert len(b"".join(streamed.streaming_content).splitlines()) == 12
+    assert refused.status_code == 400 and b"start an export" in refused.content
+    job = ExportJob.objects.get()
+    assert job.format == "parquet" and job.requested_by == people["manager"]
+    assert f"Export {job.pk} (Parquet) started" in asked.content.decode()
+    assert "written whole before it is sent" in asked.content.decode()
+
+
+def test_the_download_streams_the_bytes_of_the_jobs_file(resolved_study, people):
+    """The same pieces, whichever way: a download now and a job's file are the same bytes."""
+    client = login(people["manager"])
+    for file_format in ("csv", "jsonl"):
+        job = finished_job(
+            resolved_study, people["manager"], format=file_format, raw=True, pseudonymise=True
+        )
+        response = client.get(
+            f"/studies/{resolved_study.slug}/export/download/",
+            {"format": file_format, "raw": "on", "pseudonymise": "on"},
+        )
+        assert response.streaming
+        assert response["Content-Disposition"] == (
+            f'attachment; filename="export-me-dataset-raw-pseudonymised.{file_format}"'
+        )
+        with job.file.open("rb") as stored:
+            assert b"".join(response.streaming_content) == stored.read()
 
 
 def test_one_form_downloads_now_or_starts_a_job(resolved_study, people):

@@ -1,9 +1,8 @@
-"""The export page of a study (/studies/{slug}/export/), for its managers: start a dataset
-export (a background job with its progress), download a finished job's file, or download a
-small study's dataset at once. Files are served only here, after the permission check, never
-from a public media URL."""
+"""The export page of a study (/studies/{slug}/export/), for its managers: download the dataset
+at once (CSV and JSONL streamed from the first byte, whatever the size), start a dataset export
+(a background job with its progress) and download a finished job's file. Files are served only
+here, after the permission check, never from a public media URL."""
 
-import tempfile
 from urllib.parse import urlencode
 
 from django import forms
@@ -23,14 +22,11 @@ from exports.jobs import export_job_start
 from exports.machine_labels import machine_labels_csv, machine_runs_json
 from exports.models import ExportJob
 from exports.selectors import RECENT_JOBS, export_job_get_visible_to, export_job_list_for_study
-from exports.services import dataset_export_chunks, dataset_export_write
+from exports.services import DIRECT_PARQUET_MAX_ITEMS, dataset_export_download
 from labeling.access import study_can_export
 from labeling.models import Study
 from machines.models import MachineAnnotator
 from web.views.studies import study_or_404
-
-# A study up to this size downloads at once; a larger one goes through a job.
-DIRECT_DOWNLOAD_MAX_ITEMS = 5_000
 
 
 class ExportForm(forms.Form):
@@ -59,26 +55,36 @@ def _jobs_context(study: Study) -> dict:
 
 @login_required
 def study_export(request: HttpRequest, slug: str) -> HttpResponse:
-    """GET: the page. POST: one form, two buttons: download at once (a small study; redirected
-    to the download's GET address, which carries the options and no token) or start an export
-    job (format, raw, pseudonymise)."""
+    """GET: the page. POST: one form, two buttons: download at once (redirected to the
+    download's GET address, which carries the options and no token) or start an export job
+    (format, raw, pseudonymise). Parquet of a study past DIRECT_PARQUET_MAX_ITEMS items is
+    written whole before it can be sent, so its Download now starts a job, and says so."""
     study = _study_for_export(request, slug)
     form = ExportForm(request.POST or None)
+    items = study.items.count()
     status = 200
     if request.method == "POST":
-        if form.is_valid() and request.POST.get("action") == "download":
-            query = urlencode({k: v for k, v in form.cleaned_data.items() if v is not False})
-            return redirect(f"{reverse('study_export_download', args=[study.slug])}?{query}")
         if form.is_valid():
+            whole = form.cleaned_data["format"] == "parquet" and items > DIRECT_PARQUET_MAX_ITEMS
+            download = request.POST.get("action") == "download"
+            if download and not whole:
+                query = urlencode({k: v for k, v in form.cleaned_data.items() if v is not False})
+                return redirect(f"{reverse('study_export_download', args=[study.slug])}?{query}")
             try:
                 job = export_job_start(study=study, user=request.user, **form.cleaned_data)
             except ApplicationError as error:
                 messages.error(request, error.message)
             else:
-                messages.success(request, f"Export {job.pk} ({job.get_format_display()}) started.")
+                started = f"Export {job.pk} ({job.get_format_display()}) started."
+                if download:
+                    started = (
+                        f"A Parquet file is written whole before it is sent, and this study has "
+                        f"more than {DIRECT_PARQUET_MAX_ITEMS:,} items: {started} Download it "
+                        "below when it is done."
+                    )
+                messages.success(request, started)
                 return redirect("study_export", slug=study.slug)
         status = 400
-    items = study.items.count()
     context = {
         "has_machines": MachineAnnotator.objects.filter(study=study).exists(),
         **_jobs_context(study),
@@ -86,8 +92,8 @@ def study_export(request: HttpRequest, slug: str) -> HttpResponse:
         "manages": True,
         "form": form,
         "items": items,
-        "direct": items <= DIRECT_DOWNLOAD_MAX_ITEMS,
-        "direct_max": DIRECT_DOWNLOAD_MAX_ITEMS,
+        "parquet_whole": items > DIRECT_PARQUET_MAX_ITEMS,
+        "parquet_max": DIRECT_PARQUET_MAX_ITEMS,
     }
     return render(request, "web/export.html", context, status=status)
 
@@ -130,43 +136,25 @@ def study_activity_download(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 @require_GET
 def study_export_download(request: HttpRequest, slug: str) -> HttpResponse:
-    """The dataset at once, for a study of at most DIRECT_DOWNLOAD_MAX_ITEMS items: CSV and
-    JSONL streamed a row at a time, Parquet written to a temporary file first."""
+    """The dataset at once: CSV and JSONL of any size streamed from the first byte, Parquet
+    (written whole first) for a study of at most DIRECT_PARQUET_MAX_ITEMS items."""
     study = _study_for_export(request, slug)
     form = ExportForm(request.GET)
     if not form.is_valid():
         return HttpResponse("Choose csv, jsonl or parquet.", status=400, content_type="text/plain")
-    if study.items.count() > DIRECT_DOWNLOAD_MAX_ITEMS:
-        return HttpResponse(
-            f"This study has more than {DIRECT_DOWNLOAD_MAX_ITEMS:,} items: start an export "
-            "and download its file when it is done.",
-            status=400,
-            content_type="text/plain",
-        )
-    options = {
-        "study": study,
-        "format": form.cleaned_data["format"],
-        "raw": form.cleaned_data["raw"],
-        "pseudonymise": form.cleaned_data["raw"] and form.cleaned_data["pseudonymise"],
-    }
-    filename = ExportJob(
-        study=study,
-        format=options["format"],
-        raw=options["raw"],
-        pseudonymise=options["pseudonymise"],
-    ).filename
-    if options["format"] == "parquet":
-        # Closed by FileResponse once sent; a temporary file goes when closed.
-        scratch = tempfile.TemporaryFile()  # noqa: SIM115
-        dataset_export_write(**options, output=scratch)
-        scratch.seek(0)
+    try:
+        download = dataset_export_download(study=study, **form.cleaned_data)
+    except ApplicationError as error:
+        return HttpResponse(error.message, status=400, content_type="text/plain")
+    if download.file is not None:
         return FileResponse(
-            scratch, as_attachment=True, filename=filename, content_type=CONTENT_TYPES["parquet"]
+            download.file,
+            as_attachment=True,
+            filename=download.filename,
+            content_type=download.content_type,
         )
-    response = StreamingHttpResponse(
-        dataset_export_chunks(**options), content_type=CONTENT_TYPES[options["format"]]
-    )
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response = StreamingHttpResponse(download.chunks, content_type=download.content_type)
+    response["Content-Disposition"] = f'attachment; filename="{download.filename}"'
     return response
 
 
