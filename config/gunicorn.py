@@ -19,7 +19,8 @@ from common.log import logging_config
 bind = os.environ.get("GUNICORN_BIND", f"0.0.0.0:{os.environ.get('PORT', '8000')}")
 # The usual rule for synchronous workers: two per core, plus one.
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2 + 1))
-# A request running longer than this kills its worker (exports run in Celery, not in requests).
+# A request running longer than this kills its worker: a streamed CSV or JSONL download of a very
+# large study (some 350k items and more at 60 s) belongs in an export job.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "30"))
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
