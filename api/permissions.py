@@ -10,7 +10,13 @@ role does not allow the action.
 
 from rest_framework.permissions import BasePermission
 
-from labeling.access import ADJUDICATOR, MANAGER, study_roles, user_can_manage_sources
+from labeling.access import (
+    ADJUDICATOR,
+    MANAGER,
+    study_list_visible_to,
+    study_roles,
+    user_can_manage_sources,
+)
 from labeling.models import Assignment, Study, StudyItem
 from labeling.selectors import study_list_for_user
 
@@ -25,7 +31,10 @@ class StudyLookup:
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Study.objects.none()
-        return study_list_for_user(user=self.request.user).prefetch_related("rounds")
+        if getattr(self, "action", None) in ("list", "retrieve"):
+            return study_list_for_user(user=self.request.user).prefetch_related("rounds")
+        # The routes under a study do without its count of items, which grows with it.
+        return study_list_visible_to(user=self.request.user)
 
 
 def study_of(obj: Study | StudyItem | Assignment) -> Study:

@@ -131,7 +131,7 @@ class StudySerializer(serializers.ModelSerializer):
     codebook = serializers.CharField(source="codebook_version.codebook.name", read_only=True)
     codebook_version = serializers.CharField(source="codebook_version.label", read_only=True)
     rounds = RoundSerializer(many=True, read_only=True)
-    n_items = serializers.IntegerField(read_only=True)
+    n_items = serializers.SerializerMethodField()
 
     class Meta:
         model = Study
@@ -139,6 +139,12 @@ class StudySerializer(serializers.ModelSerializer):
             "slug", "name", "description", "codebook", "codebook_version", "k", "blind",
             "status", "rounds", "n_items", "created_at",
         ]  # fmt: skip
+
+    def get_n_items(self, study: Study) -> int:
+        # Counted by the query of a list or a study's page (labeling.selectors.
+        # study_list_for_user); the routes under a study read it without the count.
+        counted = getattr(study, "n_items", None)
+        return study.items.count() if counted is None else counted
 
 
 class StudyDetailSerializer(StudySerializer):
