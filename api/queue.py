@@ -22,6 +22,7 @@ from api.assignments import (
     assignments_visible_to,
     rows_with_labels,
 )
+from api.pagination import UncountedPagination
 from api.permissions import IsStudyMember, StudyLookup
 from api.resolutions import ERRORS, _item_id
 from api.serializers import IssueDetailSerializer, StudySerializer
@@ -79,7 +80,6 @@ class QueueQuerySerializer(serializers.Serializer):
 
 
 class QueuePageSerializer(serializers.Serializer):
-    count = serializers.IntegerField()
     next = serializers.URLField(allow_null=True)
     previous = serializers.URLField(allow_null=True)
     progress = QueueProgressSerializer()
@@ -137,6 +137,7 @@ class StudyQueueViewSet(StudyLookup, viewsets.GenericViewSet):
 
     serializer_class = StudySerializer
     permission_classes = MEMBERS
+    pagination_class = UncountedPagination  # the queue's `progress` counts it
 
     @extend_schema(
         responses={200: OverviewSerializer, 404: ERRORS[404]},
