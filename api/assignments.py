@@ -2,6 +2,9 @@
 verbs save draft, submit and skip. Blind as the pages are: an annotator reads and writes only
 their own assignments; a study's managers may read any."""
 
+from datetime import datetime, timedelta
+
+from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, viewsets
@@ -114,6 +117,14 @@ ROW_FIELDS = (
 _DATETIME = serializers.DateTimeField()
 
 
+def _datetime(value: datetime | None) -> str | None:
+    """DRF's DateTimeField output; a moment in UTC (as the database gives it and TIME_ZONE is)
+    written directly, which costs a tenth of the field's own conversion."""
+    if value is not None and value.utcoffset() == timedelta(0) and settings.TIME_ZONE == "UTC":
+        return value.isoformat().replace("+00:00", "Z")
+    return _DATETIME.to_representation(value)
+
+
 def rows_with_labels(rows: list[dict]) -> list[dict]:
     """AssignmentSerializer's output for a page of `ROW_FIELDS` values, built from two more
     queries of plain values: a page of 100 assignments with 9 labels each makes some 1,000
@@ -134,7 +145,7 @@ def rows_with_labels(rows: list[dict]) -> list[dict]:
         }  # fmt: skip
         labels[assignment_id].append(by_id[annotation_id])
     for annotation_id, key in (
-        Annotation.categories.through.objects.filter(annotation_id__in=by_id)
+        Annotation.categories.through.objects.filter(annotation__assignment_id__in=labels)
         .order_by("category__position")
         .values_list("annotation_id", "category__key")
     ):
@@ -150,8 +161,8 @@ def rows_with_labels(rows: list[dict]) -> list[dict]:
             "status": row["status"],
             "skip_reason": row["skip_reason"],
             "selection_reason": row["selection_reason"],
-            "started_at": _DATETIME.to_representation(row["started_at"]),
-            "submitted_at": _DATETIME.to_representation(row["submitted_at"]),
+            "started_at": _datetime(row["started_at"]),
+            "submitted_at": _datetime(row["submitted_at"]),
             "seconds_spent": row["seconds_spent"],
             "version": row["version"],
             "annotations": labels[row["id"]],

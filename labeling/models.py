@@ -201,7 +201,11 @@ class Assignment(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["item", "annotator"], name="unique_assignment"),
         ]
-        indexes = [models.Index(fields=["annotator", "status"])]
+        indexes = [
+            models.Index(fields=["annotator", "status"]),
+            # A queue is one's assignments by item: read a page in order, not all and sorted.
+            models.Index(fields=["annotator", "item"], name="assignment_queue_order"),
+        ]
 
     def __str__(self) -> str:
         return f"item {self.item_id} for {self.annotator}"
