@@ -56,8 +56,11 @@ def queue_for_annotator(
 ) -> QuerySet[Assignment]:
     """The annotator's assignments in the study, by item; not those of rounds `held_back` by
     the pilot gate (labeling.pilot_gate)."""
+    # The study's items as a subquery rather than a join, so that the database walks one's
+    # assignments in item order (assignment_queue_order) instead of sorting the study's items.
+    in_study = StudyItem.objects.filter(study=study).values("id")
     assignments = (
-        Assignment.objects.filter(item__study=study, annotator=user)
+        Assignment.objects.filter(item_id__in=in_study, annotator=user)
         .select_related("item__issue__repository")
         .defer(*issue_text_fields_of("item__issue"))
     )
