@@ -15,8 +15,7 @@ waits for them as for a tie-breaker, and their labels are then resolved as usual
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, OuterRef, Prefetch, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Prefetch, Q
 from django.utils import timezone
 
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
@@ -79,20 +78,22 @@ def item_resolution_update(*, item: StudyItem) -> StudyItem:
     applies has its gold label, else it is in resolution. Locks the item row, so that two
     annotators submitting at once cannot both miss each other's submission.
     """
-    # The item and its assignments' counts in one read (an aggregate cannot sit beside FOR
-    # UPDATE; subqueries can).
     item = (
         StudyItem.objects.select_for_update(of=("self",))
         .select_related("study__codebook_version")
-        .annotate(
-            submitted=_assignments_counted(Q(status=Assignment.Status.SUBMITTED)),
-            unfinished=_assignments_counted(
-                Q(status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT])
-            ),
-        )
         .get(pk=item.pk)
     )
-    if item.unfinished or item.submitted < item.annotators_needed:
+    # Counted in a statement of its own, after the lock: under READ COMMITTED a statement that
+    # waited for the lock still reads with the snapshot it started with, so counts read beside
+    # the lock would miss the submission it waited for, and two last submissions at once would
+    # both leave the item open.
+    counts = item.assignments.aggregate(
+        submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
+        unfinished=Count(
+            "id", filter=Q(status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT])
+        ),
+    )
+    if counts["unfinished"] or counts["submitted"] < item.annotators_needed:
         return item
     dimensions = study_dimensions(study=item.study)
     outcomes = item_outcomes_for(item=item, dimensions=dimensions)
@@ -104,18 +105,6 @@ def item_resolution_update(*, item: StudyItem) -> StudyItem:
         item.status = status
         item.save(update_fields=["status"])
     return item
-
-
-def _assignments_counted(condition: Q) -> Coalesce:
-    """The number of the item's assignments that meet `condition`, as a subquery."""
-    counted = (
-        Assignment.objects.filter(condition, item_id=OuterRef("pk"))
-        .order_by()
-        .values("item_id")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
-    return Coalesce(Subquery(counted), 0)
 
 
 OPEN_STATES = {DimensionState.OPEN, DimensionState.WAITING, DimensionState.RELABELING}

@@ -49,6 +49,12 @@ ALLOWED: dict[str, dict[str, str]] = {
     "bench/load.py": {
         "Secret Keyword": "the password of the load benchmark's users, in its throwaway database"
     },
+    "bench/speed.py": {
+        "Secret Keyword": "the password of the speed benchmark's manager, in its throwaway database"
+    },
+    "bench/peers.py": {
+        "Secret Keyword": "the password of the peer benchmark's users, in their throwaway databases"
+    },
     "tests/web/test_sso.py": {
         "Secret Keyword": "made-up client secrets of single sign-on providers (none is called)"
     },
