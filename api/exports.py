@@ -4,7 +4,7 @@ download its file. For the study's managers (superusers too): a study or an expo
 not see is a 404, and a member of the study who is not a manager gets a 403 on its routes. What
 an export does is decided in `exports` (jobs, services)."""
 
-from django.http import FileResponse, HttpResponseBase, StreamingHttpResponse
+from django.http import FileResponse, HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, mixins, serializers, status, viewsets
@@ -144,16 +144,7 @@ class StudyDatasetView(_StudyExports, generics.GenericAPIView):
         given = ExportJobCreateSerializer(data=request.query_params.dict())
         given.is_valid(raise_exception=True)
         download = dataset_export_download(study=study, **given.validated_data)
-        if download.file is not None:
-            return FileResponse(
-                download.file,
-                as_attachment=True,
-                filename=download.filename,
-                content_type=download.content_type,
-            )
-        response = StreamingHttpResponse(download.chunks, content_type=download.content_type)
-        response["Content-Disposition"] = f'attachment; filename="{download.filename}"'
-        return response
+        return download.response()
 
 
 class ExportJobViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):

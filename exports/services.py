@@ -15,6 +15,7 @@ from django.core.files import File
 from django.db import transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce
+from django.http import FileResponse, HttpResponseBase, StreamingHttpResponse
 from django.utils import timezone
 
 from common.exceptions import ApplicationError
@@ -250,6 +251,19 @@ class DatasetDownload:
     content_type: str
     chunks: Iterator[bytes] | None = None
     file: IO[bytes] | None = None
+
+    def response(self) -> HttpResponseBase:
+        """The download as an attachment, for the page and the API alike."""
+        if self.file is not None:
+            return FileResponse(
+                self.file,
+                as_attachment=True,
+                filename=self.filename,
+                content_type=self.content_type,
+            )
+        response = StreamingHttpResponse(self.chunks, content_type=self.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{self.filename}"'
+        return response
 
 
 def dataset_export_download(

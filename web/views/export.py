@@ -146,16 +146,7 @@ def study_export_download(request: HttpRequest, slug: str) -> HttpResponse:
         download = dataset_export_download(study=study, **form.cleaned_data)
     except ApplicationError as error:
         return HttpResponse(error.message, status=400, content_type="text/plain")
-    if download.file is not None:
-        return FileResponse(
-            download.file,
-            as_attachment=True,
-            filename=download.filename,
-            content_type=download.content_type,
-        )
-    response = StreamingHttpResponse(download.chunks, content_type=download.content_type)
-    response["Content-Disposition"] = f'attachment; filename="{download.filename}"'
-    return response
+    return download.response()
 
 
 @login_required
