@@ -82,12 +82,24 @@ def study_roles(*, study: Study, user: User) -> set[str]:
 def study_list_visible_to(*, user: User) -> QuerySet[Study]:
     """The studies a user may see: those they are a member of (any role); every study for a
     superuser; none for an anonymous user. Each carries the user's roles (see `study_roles`)."""
-    studies = Study.objects.select_related("codebook_version__codebook")
+    studies = _studies_visible_to(user).select_related("codebook_version__codebook")
+    return _with_roles(studies, user) if user.is_authenticated else studies
+
+
+def study_names_visible_to(*, user: User, limit: int) -> list[Study]:
+    """The slug and name of the newest `limit` studies the user may see (the same rule as
+    `study_list_visible_to`), without their roles: the switcher in every page's top bar shows
+    only these, and the roles' subqueries cost more to build than the rest of its query."""
+    studies = _studies_visible_to(user).only("slug", "name").order_by("-created_at", "-id")
+    return list(studies[:limit])
+
+
+def _studies_visible_to(user: User) -> QuerySet[Study]:
     if not user.is_authenticated:
-        return studies.none()
-    if not user.is_superuser:
-        studies = studies.filter(Exists(Membership.objects.filter(study=OuterRef("pk"), user=user)))
-    return _with_roles(studies, user)
+        return Study.objects.none()
+    if user.is_superuser:
+        return Study.objects.all()
+    return Study.objects.filter(Exists(Membership.objects.filter(study=OuterRef("pk"), user=user)))
 
 
 def study_get_visible_to(*, slug: str, user: User) -> tuple[Study, set[str]] | None:

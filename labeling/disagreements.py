@@ -7,6 +7,7 @@ The rule that turns labels into outcomes is `labeling.resolution_rules`; the acc
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Prefetch, Q, QuerySet
@@ -40,8 +41,21 @@ def item_labels(*, item_ids: list[int]) -> ItemLabels:
     return item_labels_and_relabels(item_ids=item_ids)[0]
 
 
+class ItemLabelsRead(NamedTuple):
+    labels: ItemLabels
+    relabels: dict[int, Relabel]
+    tiebroken: set[int]  # the items with a tie-breaker's submitted labels
+
+
 def item_labels_and_relabels(*, item_ids: list[int]) -> tuple[ItemLabels, dict[int, Relabel]]:
     """`item_labels` and `item_relabels` of these items, in the two queries of the first."""
+    read = item_labels_read(item_ids=item_ids)
+    return read.labels, read.relabels
+
+
+def item_labels_read(*, item_ids: list[int]) -> ItemLabelsRead:
+    """`item_labels`, `item_relabels` and the items a tie-breaker settled (as
+    `items_majority_decides` reads them), in the two queries of the first."""
     labels: dict[int, dict[str, dict[str, set[str]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(set))
     )
@@ -63,10 +77,13 @@ def item_labels_and_relabels(*, item_ids: list[int]) -> tuple[ItemLabels, dict[i
         if category_key is not None:
             keys.add(category_key)
     assignments = _assignment_rows(Assignment.objects.filter(item_id__in=item_ids))
+    tiebroken = set()
     # Annotators who submitted without any annotation row still count as having answered.
-    for item_id, username, status, _, _ in assignments:
+    for item_id, username, status, _, is_tiebreaker in assignments:
         if status == Assignment.Status.SUBMITTED:
             labels[item_id][username]
+            if is_tiebreaker:
+                tiebroken.add(item_id)
     read = {
         item_id: {
             username: {key: frozenset(keys) for key, keys in by_dimension.items()}
@@ -74,7 +91,7 @@ def item_labels_and_relabels(*, item_ids: list[int]) -> tuple[ItemLabels, dict[i
         }
         for item_id, by_annotator in labels.items()
     }
-    return read, _relabels_from(assignments)
+    return ItemLabelsRead(read, _relabels_from(assignments), tiebroken)
 
 
 def item_gold(*, item_ids: list[int]) -> dict[int, dict[str, frozenset[str]]]:
@@ -94,11 +111,16 @@ def item_gold(*, item_ids: list[int]) -> dict[int, dict[str, frozenset[str]]]:
     }
 
 
-def items_majority_decides(*, study: Study, item_ids: list[int]) -> set[int]:
+def items_majority_decides(
+    *, study: Study, item_ids: list[int], tiebroken: set[int] | None = None
+) -> set[int]:
     """The items among these where a strict majority decides: all of them under the study's
-    majority rule, else those a tie-breaker labeled."""
+    majority rule, else those a tie-breaker labeled (`tiebroken`, when the caller read them
+    with `item_labels_read`)."""
     if study.resolution_rule == Study.ResolutionRule.MAJORITY:
         return set(item_ids)
+    if tiebroken is not None:
+        return tiebroken & set(item_ids)
     return set(
         Assignment.objects.filter(
             item_id__in=item_ids, is_tiebreaker=True, status=Assignment.Status.SUBMITTED
@@ -170,17 +192,20 @@ def item_outcomes_for(
     """The state of each dimension of one item, from the database (see resolution_rules);
     `labels` and `relabel` when the caller has read them already (`item_labels`,
     `item_relabels`)."""
+    tiebroken = None
     if labels is None:
-        every_label, relabels = item_labels_and_relabels(item_ids=[item.id])
-        labels = every_label.get(item.id, {})
-        relabel = relabel or relabels.get(item.id, Relabel())
+        read = item_labels_read(item_ids=[item.id])
+        labels = read.labels.get(item.id, {})
+        relabel = relabel or read.relabels.get(item.id, Relabel())
+        tiebroken = read.tiebroken
     elif relabel is None:
         relabel = item_relabels(item_ids=[item.id]).get(item.id, Relabel())
+    majority = items_majority_decides(study=item.study, item_ids=[item.id], tiebroken=tiebroken)
     return item_outcomes(
         dimensions=dimensions,
         labels=labels,
         gold=item_gold(item_ids=[item.id]).get(item.id, {}),
-        majority_decides=bool(items_majority_decides(study=item.study, item_ids=[item.id])),
+        majority_decides=bool(majority),
         relabel=relabel,
         needed=item.annotators_needed,
     )
@@ -268,9 +293,9 @@ def _disagreements(study: Study) -> list[Disagreement]:
         .order_by("id")
     )
     item_ids = [item.id for item in items]
-    labels, relabels = item_labels_and_relabels(item_ids=item_ids)
+    labels, relabels, tiebroken = item_labels_read(item_ids=item_ids)
     gold = item_gold(item_ids=item_ids)
-    majority = items_majority_decides(study=study, item_ids=item_ids)
+    majority = items_majority_decides(study=study, item_ids=item_ids, tiebroken=tiebroken)
     dimensions = study_dimensions(study=study)
     rows = []
     for item in items:

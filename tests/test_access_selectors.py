@@ -18,6 +18,7 @@ from labeling.access import (
     study_can_see_agreement,
     study_get_visible_to,
     study_list_visible_to,
+    study_names_visible_to,
     study_roles,
     user_can_manage_sources,
 )
@@ -58,6 +59,7 @@ def test_a_study_is_visible_to_its_members_only(study, people, root):
     for name in ("manager", "annotator1", "adjudicator"):
         assert study_get_visible_to(slug="demo", user=people[name])[0] == study
         assert list(study_list_visible_to(user=people[name])) == [study]
+        assert study_names_visible_to(user=people[name], limit=5) == [study]
     assert study_get_visible_to(slug="demo", user=people["outsider"]) is None
     assert study_get_visible_to(slug="demo", user=ANONYMOUS) is None
     assert study_get_visible_to(slug="nope", user=root) is None
@@ -65,6 +67,10 @@ def test_a_study_is_visible_to_its_members_only(study, people, root):
     assert list(study_list_visible_to(user=people["outsider"])) == []
     assert list(study_list_visible_to(user=ANONYMOUS)) == []
     assert list(study_list_visible_to(user=root)) == [study]
+    for user in (people["outsider"], ANONYMOUS):
+        assert study_names_visible_to(user=user, limit=5) == []
+    assert study_names_visible_to(user=root, limit=5) == [study]
+    assert study_names_visible_to(user=root, limit=0) == []
 
 
 def test_study_list_is_one_query_with_the_roles(study, people, django_assert_num_queries):

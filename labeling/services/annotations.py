@@ -101,15 +101,14 @@ def assignment_save(
     try:
         return _assignment_write(**saving, submit=submit)
     except MissingLabelsError as error:
-        # The failed submit wrote nothing (its savepoint rolled back), so the version still
-        # matches. The draft is written in its own savepoint and the error raised after it:
-        # raising inside would roll the draft back too.
+        # The failed submit was refused before its first write, so the version still matches.
+        # The draft is written first and the error raised after it: raising inside the draft's
+        # transaction would roll it back too.
         draft = _assignment_write(**saving, submit=False)
         error.extra["version"] = draft.version
         raise
 
 
-@transaction.atomic
 def _assignment_write(
     *,
     assignment: Assignment,
@@ -120,14 +119,27 @@ def _assignment_write(
     seconds_spent: int | None,
     locked: bool,
 ) -> Assignment:
+    """Every check, then every write. A refusal is raised before the first write, so a caller
+    that holds the lock in its transaction (a page's request) goes on after it without a
+    savepoint around the save; the writes join that transaction."""
+    saving = {
+        "user": user,
+        "answers": answers,
+        "submit": submit,
+        "expected_version": expected_version,
+        "seconds_spent": seconds_spent,
+    }
     if not locked:
-        # Only the assignment row is locked: without `of`, PostgreSQL would also lock the joined
-        # study and codebook version rows, and every save of a study would wait on one lock.
-        assignment = (
-            Assignment.objects.select_for_update(of=("self",))
-            .select_related("item__study__codebook_version")
-            .get(pk=assignment.pk)
-        )
+        with transaction.atomic():
+            # Only the assignment row is locked: without `of`, PostgreSQL would also lock the
+            # joined study and codebook version rows, and every save of a study would wait on
+            # one lock.
+            assignment = (
+                Assignment.objects.select_for_update(of=("self",))
+                .select_related("item__study__codebook_version")
+                .get(pk=assignment.pk)
+            )
+            return _assignment_write(assignment=assignment, **saving, locked=True)
     study = assignment.item.study
     study_check_open(study_id=study.pk)
     existing = assignment_annotations(assignment=assignment)
@@ -172,17 +184,40 @@ def _assignment_write(
             else Assignment.Status.DRAFT
         )
     )
+    with transaction.atomic(savepoint=False):
+        _assignment_apply(
+            assignment=assignment,
+            study=study,
+            user=user,
+            changes=[
+                _Change(
+                    dimension=dimensions[key],
+                    annotation=existing.get(dimensions[key].id),
+                    chosen=categories[key],
+                    answer=answer,
+                )
+                for key, answer in answers.items()
+            ],
+            status=status,
+            submit=submit,
+            seconds_spent=seconds_spent,
+        )
+    return assignment
+
+
+def _assignment_apply(
+    *,
+    assignment: Assignment,
+    study: Study,
+    user: AbstractBaseUser,
+    changes: list["_Change"],
+    status: str,
+    submit: bool,
+    seconds_spent: int | None,
+) -> None:
     _annotations_write(
         assignment=assignment,
-        changes=[
-            _Change(
-                dimension=dimensions[key],
-                annotation=existing.get(dimensions[key].id),
-                chosen=categories[key],
-                answer=answer,
-            )
-            for key, answer in answers.items()
-        ],
+        changes=changes,
         user=user,
         assignment_status=status,
         reason="submitted" if submit else "draft",
@@ -212,7 +247,6 @@ def _assignment_write(
         item_upstream_resubmitted(assignment=assignment)
     if submit:
         item_resolution_update(item=assignment.item)
-    return assignment
 
 
 def _in_scope(

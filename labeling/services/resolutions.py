@@ -15,8 +15,7 @@ waits for them as for a tie-breaker, and their labels are then resolved as usual
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, Prefetch, Q
-from django.utils import timezone
+from django.db.models import Count, Q
 
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
 from common.text import strip_nul
@@ -28,6 +27,7 @@ from labeling.access import (
 from labeling.disagreements import (
     item_gold,
     item_labels_and_relabels,
+    item_labels_read,
     item_outcomes_for,
     item_relabels,
     items_majority_decides,
@@ -149,9 +149,9 @@ def items_resolution_update(*, study: Study, item_ids: list[int]) -> None:
         return
     ready_ids = [item.id for item in ready]
     dimensions = study_dimensions(study=study)
-    labels, relabels = item_labels_and_relabels(item_ids=ready_ids)
+    labels, relabels, tiebroken = item_labels_read(item_ids=ready_ids)
     gold = item_gold(item_ids=ready_ids)
-    majority = items_majority_decides(study=study, item_ids=ready_ids)
+    majority = items_majority_decides(study=study, item_ids=ready_ids, tiebroken=tiebroken)
     by_status: dict[str, list[int]] = {}
     for item in ready:
         item.study = study
@@ -363,56 +363,37 @@ def _resolution_write(
 
 
 def _resolutions_write_automatic(*, item: StudyItem, outcomes: list[DimensionOutcome]) -> None:
-    """What `_resolution_write` does for each consensus or majority outcome, in a constant
-    number of queries however many dimensions there are: every submit that completes an item
-    comes here (each one of a study with k = 1), and one write per dimension made that submit
-    the slowest request of labeling. The caller holds the item's row lock."""
+    """Record each consensus or majority outcome as the dimension's gold label, with its
+    revision, in a constant number of queries however many dimensions there are: every submit
+    that completes an item comes here (each one of a study with k = 1). The outcomes are of
+    dimensions without a resolution (`item_outcomes` calls a dimension with one resolved), so
+    every resolution is new; the caller holds the item's row lock, so none appears meanwhile."""
     if not outcomes:
         return
-    existing = {
-        resolution.dimension_id: resolution
-        for resolution in Resolution.objects.filter(
-            item=item, dimension__in=[o.dimension for o in outcomes]
-        )
-        .order_by()
-        .prefetch_related(Prefetch("categories", queryset=Category.objects.order_by()))
-    }
     # The version's categories as the label saves read them (kept for a published version).
     categories = categories_by_key(version=item.study.codebook_version)
-    now = timezone.now()
-    written: list[tuple[Resolution, list[str], list[str] | None, str]] = []
-    for outcome in outcomes:
-        keys = sorted(outcome.categories or ())
-        method = Resolution.Method(outcome.state.value)
-        resolution = existing.get(outcome.dimension.id)
-        if resolution is None:
-            resolution = Resolution(item=item, dimension=outcome.dimension)
-            previous_keys, previous_method = None, ""
-        else:
-            previous_keys = sorted(c.key for c in resolution.categories.all())
-            previous_method = resolution.method
-        resolution.method = method
-        resolution.note = AUTOMATIC_NOTES[outcome.state]
-        resolution.decided_by = None
-        resolution.version += 1
-        resolution.updated_at = now
-        written.append((resolution, keys, previous_keys, previous_method))
-    # A resolution without previous keys is new (an existing one has a list, maybe empty).
-    Resolution.objects.bulk_create([r for r, _, previous, _ in written if previous is None])
-    updated = [r for r, _, previous, _ in written if previous is not None]
-    if updated:
-        Resolution.objects.bulk_update(
-            updated, ["method", "note", "decided_by", "version", "updated_at"]
+    written = [
+        (
+            Resolution(
+                item=item,
+                dimension=outcome.dimension,
+                method=Resolution.Method(outcome.state.value),
+                note=AUTOMATIC_NOTES[outcome.state],
+                version=1,
+            ),
+            sorted(outcome.categories or ()),
         )
+        for outcome in outcomes
+    ]
+    Resolution.objects.bulk_create([resolution for resolution, _ in written])
     through = Resolution.categories.through
-    through.objects.filter(resolution__in=updated).delete()
     through.objects.bulk_create(
         [
             through(
                 resolution_id=resolution.id,
                 category_id=categories[(resolution.dimension_id, key)].id,
             )
-            for resolution, keys, _, _ in written
+            for resolution, keys in written
             for key in keys
             # As `categories.set` of a filter: a key the dimension lacks is no category.
             if (resolution.dimension_id, key) in categories
@@ -425,11 +406,11 @@ def _resolutions_write_automatic(*, item: StudyItem, outcomes: list[DimensionOut
                 category_keys=keys,
                 method=resolution.method,
                 note=resolution.note,
-                previous_category_keys=previous_keys,
-                previous_method=previous_method,
+                previous_category_keys=None,
+                previous_method="",
                 changed_by=None,
             )
-            for resolution, keys, previous_keys, previous_method in written
+            for resolution, keys in written
         ]
     )
 

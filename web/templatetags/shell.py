@@ -13,7 +13,7 @@ from labeling.access import (
     MANAGER,
     study_can_label,
     study_can_see_agreement,
-    study_list_visible_to,
+    study_names_visible_to,
     study_roles,
 )
 from labeling.models import Study
@@ -88,9 +88,4 @@ def switcher_studies(context: template.Context) -> list[Study]:
     request = context.get("request")
     if request is None or not request.user.is_authenticated:
         return []
-    return list(
-        study_list_visible_to(user=request.user)
-        .select_related(None)
-        .only("slug", "name")
-        .order_by("-created_at", "-id")[:SWITCHER_SIZE]
-    )
+    return study_names_visible_to(user=request.user, limit=SWITCHER_SIZE)
