@@ -91,20 +91,20 @@ SAVE_RESPONSES = {
 }
 
 
+# An assignment's labels as AssignmentSerializer shows them.
+LABELS_PREFETCH = Prefetch(
+    "annotations",
+    queryset=Annotation.objects.select_related("dimension").prefetch_related("categories"),
+)
+
+
 def with_labels(assignments: QuerySet[Assignment]) -> QuerySet[Assignment]:
     """What AssignmentSerializer shows, in a fixed number of queries (none of the issues'
     texts, which it does not show)."""
     return (
         assignments.select_related("item__study", "item__issue__repository", "annotator")
         .defer(*issue_text_fields_of("item__issue"))
-        .prefetch_related(
-            Prefetch(
-                "annotations",
-                queryset=Annotation.objects.select_related("dimension").prefetch_related(
-                    "categories"
-                ),
-            )
-        )
+        .prefetch_related(LABELS_PREFETCH)
     )
 
 

@@ -8,11 +8,13 @@ user may not see is a 404 before any of these runs, and a 403 only ever tells a 
 role does not allow the action.
 """
 
+from django.http import Http404
 from rest_framework.permissions import BasePermission
 
 from labeling.access import (
     ADJUDICATOR,
     MANAGER,
+    study_get_visible_to,
     study_list_visible_to,
     study_roles,
     user_can_manage_sources,
@@ -35,6 +37,19 @@ class StudyLookup:
             return study_list_for_user(user=self.request.user).prefetch_related("rounds")
         # The routes under a study do without its count of items, which grows with it.
         return study_list_visible_to(user=self.request.user)
+
+    def get_object(self) -> Study:
+        """The study of a route under it: looked up as the pages look it up, with the user's
+        roles in one join (`study_get_visible_to`), which costs about half of building the
+        list's subqueries; the same rule, and the same 404."""
+        if getattr(self, "action", None) in ("list", "retrieve"):
+            return super().get_object()
+        found = study_get_visible_to(slug=self.kwargs[self.lookup_field], user=self.request.user)
+        if found is None:
+            raise Http404("No Study matches the given query.")
+        study = found[0]
+        self.check_object_permissions(self.request, study)
+        return study
 
 
 def study_of(obj: Study | StudyItem | Assignment) -> Study:

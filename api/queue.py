@@ -8,6 +8,7 @@ way (labeling.selectors.study_list_for_user): a study the user may not see is a 
 
 from dataclasses import dataclass
 
+from django.db.models import prefetch_related_objects
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, viewsets
@@ -17,9 +18,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from api.assignments import (
+    LABELS_PREFETCH,
     ROW_FIELDS,
     AssignmentSerializer,
-    assignments_visible_to,
     rows_with_labels,
 )
 from api.pagination import UncountedPagination
@@ -208,7 +209,7 @@ class StudyQueueViewSet(StudyLookup, viewsets.GenericViewSet):
     def labeling(self, request, slug=None, item_id=None):
         study = self.get_object()
         assignment = assignment_get_for_annotator(
-            study=study, item_id=_item_id(item_id), user=request.user
+            study=study, item_id=_item_id(item_id), user=request.user, with_issue=False
         )
         if assignment is None:
             raise NotFound("This item is not in your queue.")
@@ -217,8 +218,12 @@ class StudyQueueViewSet(StudyLookup, viewsets.GenericViewSet):
             .prefetch_related("comments", "linked_fixes")
             .get(pk=assignment.item.issue_id)
         )
+        # What AssignmentSerializer reads, without reading the assignment again: it is the
+        # user's own, of this study's item.
+        assignment.item.issue, assignment.annotator = issue, request.user
+        prefetch_related_objects([assignment], LABELS_PREFETCH)
         item = LabelingItem(
-            assignment=assignments_visible_to(request.user).get(pk=assignment.pk),
+            assignment=assignment,
             issue=issue,
             codebook_version=study.codebook_version_id,
             dimensions=assignment_dimensions(assignment=assignment, study=study),
