@@ -91,7 +91,11 @@ def issue_upload_start(
     )
     # Stored under a name of the storage's choosing; the page shows the uploaded one.
     job.file.save("dump", File(stream), save=False)
-    job.save()
+    try:
+        job.save()
+    except BaseException:
+        job.file.delete(save=False)  # no job, no file; a later rollback leaves it to the sweep
+        raise
     # Imported here, as for the sync: the tasks bring the sync and PyGithub.
     from ingest.tasks import issue_upload_enqueue
 

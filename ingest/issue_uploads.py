@@ -108,6 +108,36 @@ def issue_imports_to_resend(*, now: datetime | None = None) -> list[int]:
     return sorted([*queued, *lost])
 
 
+UPLOAD_FOLDER = "issue-imports"
+# A file younger than this may be a request's that has not committed its job yet: requests end
+# within gunicorn's timeout, so an hour leaves none behind.
+ORPHAN_AGE = timedelta(hours=1)
+
+
+def issue_upload_files_sweep(*, now: datetime | None = None) -> list[str]:
+    """Delete the uploaded dumps that no job holds, older than ORPHAN_AGE, and return their
+    names. The file is written before its job's row commits; when the request then rolls back
+    (an error after the upload, a database that went away), the row is gone and the file stays
+    behind. A job's own file is deleted once the job has run (`issue_upload_run`)."""
+    storage = IssueImportJob._meta.get_field("file").storage
+    try:
+        _, names = storage.listdir(UPLOAD_FOLDER)
+    except FileNotFoundError:
+        return []  # nothing uploaded yet
+    held = set(IssueImportJob.objects.exclude(file="").values_list("file", flat=True))
+    cutoff = (now or timezone.now()) - ORPHAN_AGE
+    swept = []
+    for name in sorted(names):
+        path = f"{UPLOAD_FOLDER}/{name}"
+        if path in held or storage.get_modified_time(path) > cutoff:
+            continue
+        storage.delete(path)
+        swept.append(path)
+    if swept:
+        logger.info("%d uploaded issue dumps without a job deleted", len(swept))
+    return swept
+
+
 def _import(job: IssueImportJob, stream: IO[bytes]) -> IssueImportReport:
     study = job.study
 

@@ -15,7 +15,11 @@ from django.conf import settings
 from django.db import transaction
 
 from ingest.github import TransientGitHubError
-from ingest.issue_uploads import issue_imports_to_resend, issue_upload_run
+from ingest.issue_uploads import (
+    issue_imports_to_resend,
+    issue_upload_files_sweep,
+    issue_upload_run,
+)
 from ingest.models import IssueImportJob, Source, SyncRun
 from ingest.runs import (
     sync_run_fail,
@@ -149,6 +153,13 @@ def recover_issue_imports() -> int:
     for job_id in job_ids:
         import_issue_dump.apply_async(args=[job_id], queue=settings.INGEST_QUEUE)
     return len(job_ids)
+
+
+@shared_task(ignore_result=True)
+def sweep_issue_upload_files() -> int:
+    """Beat's hourly tick: delete the uploaded dumps whose job never committed
+    (`ingest.issue_uploads.issue_upload_files_sweep`). Returns how many."""
+    return len(issue_upload_files_sweep())
 
 
 def issue_upload_enqueue(job: IssueImportJob) -> None:

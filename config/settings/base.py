@@ -449,6 +449,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(min(60, max(1, INGEST_LEASE_SECONDS // 2))),
         "options": {"queue": INGEST_QUEUE, "expires": 55},
     },
+    # Uploaded issue dumps whose job never committed (the request rolled back), once an hour.
+    "sweep-issue-upload-files": {
+        "task": "ingest.tasks.sweep_issue_upload_files",
+        "schedule": 60.0 * 60,
+        "options": {"queue": INGEST_QUEUE, "expires": 55 * 60},
+    },
     # Export jobs whose worker died, checked twice a lease (at most every minute).
     "recover-export-jobs": {
         "task": "exports.tasks.recover_export_jobs",

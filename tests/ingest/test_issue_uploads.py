@@ -11,15 +11,21 @@ from datetime import timedelta
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
+from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from corpus.models import Issue
 from ingest.dispatch import issue_upload_start
-from ingest.issue_uploads import issue_upload_run
+from ingest.issue_uploads import (
+    ORPHAN_AGE,
+    UPLOAD_FOLDER,
+    issue_upload_files_sweep,
+    issue_upload_run,
+)
 from ingest.models import IssueImportJob
-from ingest.tasks import recover_issue_imports
+from ingest.tasks import recover_issue_imports, sweep_issue_upload_files
 from labeling.models import Assignment, StudyItem
 from labeling.services.lifecycle import study_close
 from tests.corpus.test_bad_lines import issue
@@ -298,4 +304,39 @@ def test_beat_sends_again_the_lost_messages_and_workers(study, people, settings,
 def test_beat_schedules_the_recovery_on_the_ingest_queue(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["recover-issue-imports"]
     assert entry["task"] == "ingest.tasks.recover_issue_imports"
+    assert entry["options"]["queue"] == settings.INGEST_QUEUE
+
+
+def test_a_dump_whose_request_rolled_back_is_swept_once_an_hour_old(
+    study, people, settings, tmp_path, inline_tasks
+):
+    """The file is kept before its job's row commits: a request that fails after the upload
+    leaves a file no job holds. The hourly sweep deletes it once no request can still commit
+    it; a job's own file stays."""
+    settings.MEDIA_ROOT = str(tmp_path)
+
+    def start(name: str) -> IssueImportJob:
+        return issue_upload_start(
+            study=study, user=people["manager"], stream=io.BytesIO(dump(issue(1))), size=10,
+            filename=name,
+        )  # fmt: skip
+
+    with pytest.raises(RuntimeError), transaction.atomic():
+        start("rolled-back.jsonl")
+        raise RuntimeError("the request fails after the upload")
+    kept = start("kept.jsonl")
+    files = {path.name for path in (tmp_path / UPLOAD_FOLDER).iterdir()}
+    (orphan,) = files - {kept.file.name.rsplit("/", 1)[1]}
+
+    assert sweep_issue_upload_files.apply().get() == 0  # it may be a request's still under way
+    later = timezone.now() + ORPHAN_AGE + timedelta(minutes=1)
+    assert issue_upload_files_sweep(now=later) == [f"{UPLOAD_FOLDER}/{orphan}"]
+    assert not (tmp_path / UPLOAD_FOLDER / orphan).exists()
+    assert (tmp_path / kept.file.name).exists()
+    assert issue_upload_run(job_id=kept.pk).status == "done"
+
+
+def test_beat_sweeps_the_dumps_on_the_ingest_queue(settings):
+    entry = settings.CELERY_BEAT_SCHEDULE["sweep-issue-upload-files"]
+    assert entry["task"] == "ingest.tasks.sweep_issue_upload_files"
     assert entry["options"]["queue"] == settings.INGEST_QUEUE
