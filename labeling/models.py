@@ -156,6 +156,9 @@ class StudyItem(models.Model):
             models.Index(
                 fields=["study", "id"], condition=models.Q(status="open"), name="studyitem_open_idx"
             ),
+            # A study's first item, in one index step: the bound that starts an annotator's
+            # walk to their next item at the study (labeling.selectors.assignment_held_next).
+            models.Index(fields=["study", "id"], name="studyitem_study_order"),
         ]
 
     def __str__(self) -> str:
@@ -202,7 +205,8 @@ class Assignment(models.Model):
             models.UniqueConstraint(fields=["item", "annotator"], name="unique_assignment"),
         ]
         indexes = [
-            models.Index(fields=["annotator", "status"]),
+            # One's drafts, or to-dos, in item order: the next item to label is the first.
+            models.Index(fields=["annotator", "status", "item"], name="assignment_next_order"),
             # A queue is one's assignments by item: read a page in order, not all and sorted.
             models.Index(fields=["annotator", "item"], name="assignment_queue_order"),
         ]

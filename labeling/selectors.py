@@ -6,7 +6,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet, Subquery
 
 from corpus.models import Issue, IssueComment, LinkedFix
 from corpus.selectors import issue_text_fields_of, issue_thread
@@ -77,16 +77,26 @@ def assignment_held_next(
     """The annotator's own unfinished assignment to work on next (drafts, then to-do, oldest
     item first), or None; none of the rounds `held_back` by the pilot gate. Reads only: opening
     the next item by a link must not claim one."""
+    # Every item of the study has an id at least its first item's. The bound starts the walk of
+    # one's assignments in item order (index: annotator, status, item) at the study: without
+    # it, an annotator holding thousands of items of other studies, or of this one, had them
+    # all joined and sorted at every submit (20 ms of PostgreSQL at 10k items).
+    first_item = StudyItem.objects.filter(study=study).order_by("id").values("id")[:1]
     assignments = Assignment.objects.filter(
         item__study=study,
         annotator=user,
-        status__in=[Assignment.Status.DRAFT, Assignment.Status.TODO],
+        item_id__gte=Subquery(first_item),
         # An item in resolution still waits for a tie-breaker's labels.
         item__status__in=[StudyItem.Status.OPEN, StudyItem.Status.IN_RESOLUTION],
     )
     if held_back:
         assignments = assignments.exclude(item__round_id__in=held_back)
-    return assignments.order_by("status", "item_id").first()  # "draft" sorts before "todo"
+    # Drafts first, then to-dos: one query each, as each walks its own part of the index.
+    for status in (Assignment.Status.DRAFT, Assignment.Status.TODO):
+        held = assignments.filter(status=status).order_by("item_id").first()
+        if held is not None:
+            return held
+    return None
 
 
 def queue_progress(*, study: Study, user: AbstractBaseUser) -> QueueProgress:
