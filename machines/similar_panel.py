@@ -20,6 +20,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 
 from corpus.models import Issue
+from corpus.selectors import issue_text_fields_of
 from labeling.models import Assignment, Resolution, Study, StudyItem
 from machines.similar import (
     CorpusState,
@@ -108,9 +109,10 @@ def item_similar_issues(
     ids = [other for other, _ in neighbours]
     items = {
         other.pk: other
-        for other in StudyItem.objects.filter(study=study, pk__in=ids).select_related(
-            "issue__repository"
-        )
+        # The panel shows a neighbour's name and title: not its texts, the largest columns.
+        for other in StudyItem.objects.filter(study=study, pk__in=ids)
+        .select_related("issue__repository")
+        .defer(*issue_text_fields_of("issue"))
     }
     gold = _gold_shown(study=study, user=user, item_ids=ids)
     return [
