@@ -13,11 +13,17 @@ repositories from one read) beside the three functions that read the labels each
 import argparse
 import json
 import os
-import random
 import tempfile
 import time
 
-from benchkit import DEFAULT_POSTGRES, ROOT, django_setup, postgres_database, run_child
+from benchkit import (
+    DEFAULT_POSTGRES,
+    django_setup,
+    labels_made,
+    postgres_database,
+    run_child,
+    starter_codebook_published,
+)
 
 
 def child(database_url: str, n_items: int) -> None:
@@ -36,15 +42,9 @@ def child(database_url: str, n_items: int) -> None:
     )
     from labeling.models import Annotation, Assignment, StudyItem
     from labeling.services.studies import study_create
-    from taxonomy.codebook_file import codebook_file_read
-    from taxonomy.models import Category, Dimension
-    from taxonomy.services import codebook_load
 
     started = time.perf_counter()
-    version, _ = codebook_load(
-        data=codebook_file_read((ROOT / "taxonomy/data/llm-training-issues.json").read_bytes()),
-        publish=True,
-    )
+    version = starter_codebook_published()
     users = [get_user_model().objects.create_user(f"annotator{i}") for i in range(3)]
     study = study_create(slug="bench", name="bench", codebook_version=version, k=3)
     repositories = [Repository.objects.create(owner="bench", name=f"repo{i}") for i in range(3)]
@@ -78,35 +78,7 @@ def child(database_url: str, n_items: int) -> None:
         ],
         batch_size=5000,
     )
-    dimensions = list(Dimension.objects.filter(version=version).order_by("position"))
-    categories = {
-        d.id: list(Category.objects.filter(dimension=d).values_list("id", flat=True))
-        for d in dimensions
-    }
-    Annotation.objects.bulk_create(
-        [
-            Annotation(assignment_id=assignment_id, dimension=dimension)
-            for assignment_id in Assignment.objects.values_list("id", flat=True)
-            for dimension in dimensions
-        ],
-        batch_size=5000,
-    )
-    rng = random.Random(11)
-    through = Annotation.categories.through
-    truth: dict[tuple[int, int], int] = {}
-    links = []
-    for annotation_id, item_id, dimension_id in Annotation.objects.values_list(
-        "id", "assignment__item_id", "dimension_id"
-    ):
-        options = categories[dimension_id]
-        true_label = truth.setdefault((item_id, dimension_id), rng.choice(options))
-        label = true_label if rng.random() < 0.75 else rng.choice(options)
-        links.append(through(annotation_id=annotation_id, category_id=label))
-        if next(d for d in dimensions if d.id == dimension_id).multi_label and rng.random() < 0.4:
-            extra = rng.choice(options)
-            if extra != label:
-                links.append(through(annotation_id=annotation_id, category_id=extra))
-    through.objects.bulk_create(links, batch_size=5000)
+    labels_made(version=version, extra=0.4)
     setup_seconds = time.perf_counter() - started
 
     timings = {}

@@ -1,5 +1,6 @@
-"""What the benchmark scripts share: a fresh PostgreSQL database, and a measurement run in a
-child process (one database URL per process, memory measured on its own)."""
+"""What the benchmark scripts share: a fresh PostgreSQL database, a measurement run in a child
+process (one database URL per process, memory measured on its own), and the pieces their studies
+are built from (the sample issues, the starter codebook, labels with a known agreement)."""
 
 import json
 import os
@@ -53,3 +54,73 @@ def django_setup(database_url: str, **environment: str) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+# What the scripts build their studies from, once Django is set up (django_setup).
+
+# A labeling form's submit with the starter codebook's screened-in answers, as the page posts it.
+SUBMIT_FORM = {
+    "action": "submit",
+    "dim-screening": "include", "dim-symptom": "crash", "dim-root_cause": "api_misuse",
+    "dim-fix_pattern": "fix_api_usage", "dim-training_stage": "installation_build",
+    "dim-debugging_practice": ["error_message_analysis"], "rationale-root_cause": "because",
+}  # fmt: skip
+
+
+def sample_issues() -> list[dict]:
+    """The bundled sample of real issues (GitHub's JSON, with `comments_data`)."""
+    path = ROOT / "corpus/data/sample-issues.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def starter_codebook_published():
+    """The starter codebook, loaded and published: its version, which the studies label with."""
+    from taxonomy.codebook_file import codebook_file_read
+    from taxonomy.services import codebook_load
+
+    path = ROOT / "taxonomy/data/llm-training-issues.json"
+    version, _ = codebook_load(data=codebook_file_read(path.read_bytes()), publish=True)
+    return version
+
+
+def labels_made(*, version, seed: int = 11, agreement: float = 0.75, extra: float = 0.0) -> None:
+    """An annotation on every dimension of `version` for each assignment stored, with one
+    category: the item's true one (drawn once per item and dimension) with the probability
+    `agreement`, else one at random; on a multi-label dimension a second at random with the
+    probability `extra`. Same seed, same labels."""
+    import random
+
+    from labeling.models import Annotation, Assignment
+    from taxonomy.models import Category, Dimension
+
+    dimensions = {d.id: d for d in Dimension.objects.filter(version=version).order_by("position")}
+    categories = {
+        dimension_id: list(
+            Category.objects.filter(dimension_id=dimension_id).values_list("id", flat=True)
+        )
+        for dimension_id in dimensions
+    }
+    Annotation.objects.bulk_create(
+        [
+            Annotation(assignment_id=assignment_id, dimension=dimension)
+            for assignment_id in Assignment.objects.values_list("id", flat=True)
+            for dimension in dimensions.values()
+        ],
+        batch_size=5000,
+    )
+    rng = random.Random(seed)
+    truth: dict[tuple[int, int], int] = {}
+    through = Annotation.categories.through
+    links = []
+    for annotation_id, item_id, dimension_id in Annotation.objects.values_list(
+        "id", "assignment__item_id", "dimension_id"
+    ).iterator(chunk_size=10_000):
+        options = categories[dimension_id]
+        true_label = truth.setdefault((item_id, dimension_id), rng.choice(options))
+        label = true_label if rng.random() < agreement else rng.choice(options)
+        links.append(through(annotation_id=annotation_id, category_id=label))
+        if extra and dimensions[dimension_id].multi_label and rng.random() < extra:
+            second = rng.choice(options)
+            if second != label:
+                links.append(through(annotation_id=annotation_id, category_id=second))
+    through.objects.bulk_create(links, batch_size=5000)

@@ -20,7 +20,15 @@ import sys
 import tempfile
 import time
 
-from benchkit import DEFAULT_POSTGRES, ROOT, django_setup, postgres_database
+from benchkit import (
+    DEFAULT_POSTGRES,
+    ROOT,
+    SUBMIT_FORM,
+    django_setup,
+    postgres_database,
+    sample_issues,
+    starter_codebook_published,
+)
 
 REQUESTS = 200
 
@@ -41,18 +49,10 @@ def child(database_url: str, n_issues: int, k: int) -> None:
     from corpus.services import bulk_upsert
     from labeling.models import Assignment, StudyItem
     from labeling.services.studies import study_create
-    from taxonomy.codebook_file import codebook_file_read
-    from taxonomy.services import codebook_load
 
-    samples = [
-        json.loads(line)
-        for line in (ROOT / "corpus/data/sample-issues.jsonl").read_text().splitlines()
-    ]
+    samples = sample_issues()
     rendered = [(s["title"], s["body"] or "", render_markdown(s["body"] or "")) for s in samples]
-    version, _ = codebook_load(
-        data=codebook_file_read((ROOT / "taxonomy/data/llm-training-issues.json").read_bytes()),
-        publish=True,
-    )
+    version = starter_codebook_published()
     users = [get_user_model().objects.create_user(f"annotator{i}") for i in (1, 2)]
     repository = Repository.objects.create(owner="bench", name="repo")
     now = timezone.now()
@@ -121,12 +121,7 @@ def child(database_url: str, n_issues: int, k: int) -> None:
             cursor.execute("ANALYZE")  # fresh statistics, as autovacuum would give a live site
     rng = random.Random(5)
     item_ids = rng.sample(list(StudyItem.objects.values_list("id", flat=True)), REQUESTS)
-    answers = {
-        "action": "submit",
-        "dim-screening": "include", "dim-symptom": "crash", "dim-root_cause": "api_misuse",
-        "dim-fix_pattern": "fix_api_usage", "dim-training_stage": "installation_build",
-        "dim-debugging_practice": ["error_message_analysis"], "rationale-root_cause": "because",
-    }  # fmt: skip
+    answers = SUBMIT_FORM
     results = {}
     # One signed-in browser per annotator, as in real use; the category-tree cache is warmed by
     # a first view, as it is after a server's first request.

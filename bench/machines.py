@@ -8,13 +8,19 @@ PostgreSQL when reachable, SQLite otherwise.
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 import time
 
-from benchkit import DEFAULT_POSTGRES, ROOT, django_setup, postgres_database
+from benchkit import (
+    DEFAULT_POSTGRES,
+    ROOT,
+    django_setup,
+    postgres_database,
+    sample_issues,
+    starter_codebook_published,
+)
 
 
 def main() -> None:
@@ -38,18 +44,10 @@ def main() -> None:
     from labeling.services.studies import study_create
     from machines.runs import machine_run_execute
     from machines.services import machine_annotator_get_or_create, machine_run_request
-    from taxonomy.codebook_file import codebook_file_read
-    from taxonomy.services import codebook_load
     from tests.openai_server import FakeOpenAI
 
-    samples = [
-        json.loads(line)
-        for line in (ROOT / "corpus/data/sample-issues.jsonl").read_text().splitlines()
-    ]
-    version, _ = codebook_load(
-        data=codebook_file_read((ROOT / "taxonomy/data/llm-training-issues.json").read_bytes()),
-        publish=True,
-    )
+    samples = sample_issues()
+    version = starter_codebook_published()
     repository = Repository.objects.create(owner="bench", name="machines")
     now = timezone.now()
     issues = Issue.objects.bulk_create(

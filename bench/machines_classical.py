@@ -9,14 +9,20 @@ computation and a cached read. PostgreSQL when reachable, SQLite otherwise.
 """
 
 import argparse
-import json
 import random
 import resource
 import sys
 import tempfile
 import time
 
-from benchkit import DEFAULT_POSTGRES, ROOT, django_setup, postgres_database
+from benchkit import (
+    DEFAULT_POSTGRES,
+    ROOT,
+    django_setup,
+    postgres_database,
+    sample_issues,
+    starter_codebook_published,
+)
 
 
 def _mebibytes(kibibytes: int) -> float:
@@ -48,20 +54,12 @@ def main() -> None:
     from machines.services import classical_run_request
     from machines.similar import study_neighbours_compute
     from machines.similar_panel import study_neighbours
-    from taxonomy.codebook_file import codebook_file_read
     from taxonomy.models import Category
-    from taxonomy.services import codebook_load
 
     rng = random.Random(7)
-    samples = [
-        json.loads(line)
-        for line in (ROOT / "corpus/data/sample-issues.jsonl").read_text().splitlines()
-    ]
+    samples = sample_issues()
     vocabulary = " ".join(f"{s['title']} {s['body'] or ''}" for s in samples).split()
-    version, _ = codebook_load(
-        data=codebook_file_read((ROOT / "taxonomy/data/llm-training-issues.json").read_bytes()),
-        publish=True,
-    )
+    version = starter_codebook_published()
     repository = Repository.objects.create(owner="bench", name="classical")
     now = timezone.now()
 

@@ -32,7 +32,15 @@ import time
 import urllib.request
 from pathlib import Path
 
-from benchkit import ROOT, django_setup, run_child
+from benchkit import (
+    ROOT,
+    SUBMIT_FORM,
+    django_setup,
+    labels_made,
+    run_child,
+    sample_issues,
+    starter_codebook_published,
+)
 from import_issues import make_dump
 
 SAMPLES = 30  # requests timed per figure (the median is printed)
@@ -53,20 +61,11 @@ def child(database_url: str, size: int) -> None:
 
     from corpus.models import Issue, IssueComment, Repository
     from corpus.rendering import render_markdown
-    from labeling.models import Annotation, Assignment, StudyItem
+    from labeling.models import Assignment, StudyItem
     from labeling.services.studies import study_create
-    from taxonomy.codebook_file import codebook_file_read
-    from taxonomy.models import Category, Dimension
-    from taxonomy.services import codebook_load
 
-    samples = [
-        json.loads(line)
-        for line in (ROOT / "corpus/data/sample-issues.jsonl").read_text().splitlines()
-    ]
-    version, _ = codebook_load(
-        data=codebook_file_read((ROOT / "taxonomy/data/llm-training-issues.json").read_bytes()),
-        publish=True,
-    )
+    samples = sample_issues()
+    version = starter_codebook_published()
     users = get_user_model().objects
     raters = [users.create_user(f"rater{i}") for i in range(3)]
     labeler = users.create_user("labeler")
@@ -135,32 +134,7 @@ def child(database_url: str, size: int) -> None:
         ],
         batch_size=5000,
     )
-    dimensions = list(Dimension.objects.filter(version=version).order_by("position"))
-    categories = {
-        d.id: list(Category.objects.filter(dimension=d).values_list("id", flat=True))
-        for d in dimensions
-    }
-    Annotation.objects.bulk_create(
-        [
-            Annotation(assignment_id=assignment_id, dimension=dimension)
-            for assignment_id in Assignment.objects.values_list("id", flat=True)
-            for dimension in dimensions
-        ],
-        batch_size=5000,
-    )
-    rng = random.Random(11)
-    truth: dict[tuple[int, int], int] = {}
-    links = []
-    through = Annotation.categories.through
-    for annotation_id, item_id, dimension_id in Annotation.objects.values_list(
-        "id", "assignment__item_id", "dimension_id"
-    ).iterator(chunk_size=10_000):
-        options = categories[dimension_id]
-        true_label = truth.setdefault((item_id, dimension_id), rng.choice(options))
-        label = true_label if rng.random() < 0.75 else rng.choice(options)
-        links.append(through(annotation_id=annotation_id, category_id=label))
-    through.objects.bulk_create(links, batch_size=5000)
-    del links, truth
+    labels_made(version=version)
 
     # "label": every item to one annotator, to open and submit.
     label_items = study_of_all("label", 1, [labeler])
@@ -181,12 +155,7 @@ def child(database_url: str, size: int) -> None:
     person, overseer = Client(), Client()
     person.force_login(labeler)
     overseer.force_login(manager)
-    answers = {
-        "action": "submit",
-        "dim-screening": "include", "dim-symptom": "crash", "dim-root_cause": "api_misuse",
-        "dim-fix_pattern": "fix_api_usage", "dim-training_stage": "installation_build",
-        "dim-debugging_practice": ["error_message_analysis"], "rationale-root_cause": "because",
-    }  # fmt: skip
+    answers = SUBMIT_FORM
     picked = random.Random(5).sample(label_items[SAMPLES * 4 :], SAMPLES * 2)
     to_open, to_submit = picked[:SAMPLES], picked[SAMPLES:]
     # The first 100 items of the queue get labels, as after a morning's work.
