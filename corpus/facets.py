@@ -163,20 +163,25 @@ class _FirstSeen:
 class _Spans:
     """Sorted, non-overlapping character spans of one text, to ask whether a match is inside."""
 
-    def __init__(self, pattern: re.Pattern[str], text: str, needle: str) -> None:
-        """`needle` is a substring that every match of `pattern` holds: most texts lack it,
-        and a substring search is far cheaper than running the pattern."""
+    def __init__(self, matches: Iterable[re.Match[str]] = ()) -> None:
         self._starts: list[int] = []
         self._ends: list[int] = []
-        if needle not in text:
-            return
-        for match in pattern.finditer(text):
+        for match in matches:
             self._starts.append(match.start())
             self._ends.append(match.end())
 
     def __contains__(self, position: int) -> bool:
         index = bisect.bisect_right(self._starts, position) - 1
         return index >= 0 and position < self._ends[index]
+
+
+_NO_SPANS = _Spans()
+
+
+def _spans(pattern: re.Pattern[str], text: str, needle: str) -> _Spans:
+    """`needle` is a substring that every match of `pattern` holds: most texts lack it, and a
+    substring search is far cheaper than running the pattern."""
+    return _Spans(pattern.finditer(text)) if needle in text else _NO_SPANS
 
 
 # Run over the lower-cased text.
@@ -190,6 +195,65 @@ _DIGIT = re.compile(r"[0-9]", _ASCII)
 def _follows(text: str, position: int, forbidden: frozenset[str]) -> bool:
     """Whether the character before position is one of forbidden (a word-boundary check)."""
     return position > 0 and text[position - 1] in forbidden
+
+
+@dataclass(frozen=True)
+class _Finder:
+    """Where a pattern may match, found by a pattern that the regex engine can skip ahead on.
+
+    A pattern that begins with a very common letter makes the engine try it at most positions of
+    the text. A finder begins with a rarer character, which the engine looks for in a tight loop,
+    and matches `offset` characters after every position where the pattern matches: it may match
+    elsewhere too, but must not miss a match of the pattern.
+    """
+
+    pattern: re.Pattern[str]
+    offset: int
+    # Whether it runs over the lower-cased copy of the text rather than the text itself.
+    reads_lowered: bool = True
+
+
+def _located_matches(
+    pattern: re.Pattern[str], text: str, lowered: str, finder: _Finder
+) -> Iterable[re.Match[str]]:
+    """The matches of pattern.finditer(text), none of which may be empty, read only where the
+    finder matches. A match at one position is the match that finditer's search finds there: a
+    look-behind sees the text before the position."""
+    scanned = lowered if finder.reads_lowered else text
+    found = finder.pattern.search(scanned, finder.offset)
+    if found is None:
+        return ()  # most texts: no generator to set up
+    return _matches_from(pattern, text, scanned, finder, found)
+
+
+def _matches_from(
+    pattern: re.Pattern[str], text: str, scanned: str, finder: _Finder, found: re.Match[str]
+) -> Iterator[re.Match[str]]:
+    while True:
+        start = found.start() - finder.offset
+        match = pattern.match(text, start)
+        if match is None:
+            position = start + 1
+        else:
+            yield match
+            position = match.end()
+        found = finder.pattern.search(scanned, position + finder.offset)
+        if found is None:
+            return
+
+
+def _matches_in_lines(
+    pattern: re.Pattern[str], text: str, line_finder: re.Pattern[str]
+) -> Iterator[re.Match[str]]:
+    """The matches of pattern.finditer(text), for a pattern that never matches across a line
+    break, read only in the lines where line_finder matches (within the line)."""
+    position = 0  # always the start of a line
+    while (found := line_finder.search(text, position)) is not None:
+        start = text.rfind("\n", position, found.start()) + 1 or position
+        end = text.find("\n", found.end()) + 1 or len(text)
+        # The line break stays inside: the pattern's look-aheads see it as they would in text.
+        yield from pattern.finditer(text, start, end)
+        position = end
 
 
 # --- Exceptions -----------------------------------------------------------------------------
@@ -296,17 +360,28 @@ def _exception_names_in_line(line: str, *, anywhere: bool) -> Iterator[tuple[int
         yield match.start(), _ERROR_KIND_LABELS.get(kind, match.group())
 
 
+def _collect_exceptions_outside_tracebacks(text: str, found: _FirstSeen, *, is_title: bool) -> None:
+    for line in filter(_EXCEPTION_HINT.search, text.splitlines()):
+        if found.full:
+            return
+        if len(line) > LINE_CHARS:
+            line = line[:LINE_CHARS]
+            if not _EXCEPTION_HINT.search(line):
+                continue
+        for _, name in sorted(_exception_names_in_line(line, anywhere=is_title)):
+            found.add(name)
+
+
 def _collect_exceptions(text: str, found: _FirstSeen, *, is_title: bool) -> None:
-    lines: Iterable[str] = text.splitlines()
     if _TRACEBACK_HEADER not in text:
         # Outside a traceback only a line with a hint can yield a name: most texts have none.
-        if not _EXCEPTION_HINT.search(text):
-            return
-        lines = filter(_EXCEPTION_HINT.search, lines)
+        if _EXCEPTION_HINT.search(text):
+            _collect_exceptions_outside_tracebacks(text, found, is_title=is_title)
+        return
     traceback_indent: int | None = None  # None: not inside a traceback
     lines_in_traceback = 0
     previous_was_frame = False
-    for line in lines:
+    for line in text.splitlines():
         if found.full:
             return
         line = line[:LINE_CHARS]
@@ -362,6 +437,7 @@ class _FeatureRule:
     label: str | Callable[[re.Match[str]], str]
     # Lower-case substrings of which the text must contain one for the rule to be tried at all:
     # a substring search is far cheaper than running the pattern over text that cannot match.
+    # A rule with a finder has none: its finder is as cheap as asking for hints.
     hints: tuple[str, ...]
     pattern: re.Pattern[str]
     # Case-sensitive patterns (MoE, TP) run over the text as written, the others lower-cased.
@@ -374,6 +450,15 @@ class _FeatureRule:
     reads_setting: bool = True
     # Two-letter acronyms occur in URLs by chance.
     skip_in_urls: bool = False
+    finder: _Finder | None = None
+    # A pattern that the text as written must hold, searched once for the rules that share it.
+    gate: re.Pattern[str] | None = None
+
+    def matches(self, text: str, lowered: str) -> Iterator[re.Match[str]]:
+        scanned = text if self.case_sensitive else lowered
+        if self.finder is None:
+            return self.pattern.finditer(scanned)
+        return _located_matches(self.pattern, scanned, lowered, self.finder)
 
     def label_for(self, match: re.Match[str]) -> str:
         return self.label if isinstance(self.label, str) else self.label(match)
@@ -404,7 +489,23 @@ _ACRONYM_LABELS = {
     "ep": "expert parallel",
     "sp": "sequence parallel",
 }
-_ACRONYM_HINTS = tuple(_ACRONYM_LABELS)
+# An acronym is two letters ending in p, which is rarer than the letters that start them: the
+# finders look for the p. (With the acronyms as hints, nearly every text held one: http, import.)
+_ACRONYM_SETTING_FINDER = _Finder(
+    re.compile(
+        r"""p(?<=[tpdcesm]p)
+        (?:[-_ ]?(?:size|degree|rank|group|world[-_]size) | [ \t]*[=:][ \t]*[0-9])""",
+        _VERBOSE,
+    ),
+    offset=1,
+)
+_UPPER_CASE_ACRONYM = re.compile(r"P(?<=[TPDCE]P)", _ASCII)
+_ACRONYM_DEGREE_FINDER = _Finder(
+    re.compile(r"P(?<=[TPDCE]P)[0-9]", _ASCII), offset=1, reads_lowered=False
+)
+_ACRONYM_ALONE_FINDER = _Finder(
+    re.compile(r"P(?<=[TPDCE]P)(?![A-Za-z0-9_-])", _ASCII), offset=1, reads_lowered=False
+)
 
 
 def _acronym_label(match: re.Match[str]) -> str:
@@ -444,8 +545,9 @@ _FEATURE_RULES = (
     _rule(
         "ZeRO",
         ("zero",),
+        # Every alternative begins with a letter, not a set: the engine can skip ahead to a z.
         r"""ZeRO(?![A-Za-z0-9+]|[-_ ]?(?:Infinity|infinity)) | zero_optimization | zero_to_fp32
-        | ZeRO[-_ ]redundancy | [Zz]ero[-_ ][Rr]edundancy""",
+        | ZeRO[-_ ]redundancy | Zero[-_ ][Rr]edundancy | zero[-_ ][Rr]edundancy""",
         case_sensitive=True,
     ),
     _rule("tensor parallel", ("paralle",), r"tensor[-_ ]?(?:model[-_ ]?)?" + _PARALLEL),
@@ -502,7 +604,7 @@ _FEATURE_RULES = (
     _rule(
         "activation checkpointing",
         ("checkpoint", "recompute", "recomputation"),
-        r"""(?:gradient|activation)s?[-_ ]?checkpoint(?:ing|s)?
+        r"""gradients?[-_ ]?checkpoint(?:ing|s)? | activations?[-_ ]?checkpoint(?:ing|s)?
         | checkpoint[-_]activations | recompute[-_](?:activations|granularity|method)
         | activation[-_ ]recomputation | selective[-_ ]recompute""",
     ),
@@ -538,32 +640,37 @@ _FEATURE_RULES = (
     # TP=2, tp_size, "PP size", dp_group
     _rule(
         _acronym_label,
-        _ACRONYM_HINTS,
+        (),
         r"""(?P<acronym>tp|pp|dp|cp|ep|sp|mp|TP|PP|DP|CP|EP|SP|MP)
         (?:[-_ ]?(?:size|degree|rank|group|world[-_]size|SIZE|DEGREE)(?![A-Za-z0-9])
           | (?=[ \t]*[=:][ \t]*[0-9]))""",
         case_sensitive=True,
         not_after=_ALNUM | set("_.$/"),
         skip_in_urls=True,
+        finder=_ACRONYM_SETTING_FINDER,
     ),
     # TP8, TP2PP4: the degree is written into the acronym.
     _rule(
         _acronym_label,
-        _ACRONYM_HINTS,
+        (),
         r"(?P<acronym>TP|PP|DP|CP|EP)(?P<size>[0-9]{1,4})(?![0-9.])",
         case_sensitive=True,
         not_after=frozenset(string.ascii_letters) | set("_.$/-"),
         reads_setting=False,
         skip_in_urls=True,
+        finder=_ACRONYM_DEGREE_FINDER,
+        gate=_UPPER_CASE_ACRONYM,
     ),
     # TP, "TP/PP", "with EP and DP": upper case and standing alone.
     _rule(
         _acronym_label,
-        _ACRONYM_HINTS,
+        (),
         r"(?P<acronym>TP|PP|DP|CP|EP)(?![A-Za-z0-9_-])",
         case_sensitive=True,
         not_after=_ALNUM | set("_.$=-"),
         skip_in_urls=True,
+        finder=_ACRONYM_ALONE_FINDER,
+        gate=_UPPER_CASE_ACRONYM,
     ),
 )
 
@@ -572,6 +679,13 @@ _RULES_BY_HINT = {
     hint: tuple(index for index, rule in enumerate(_FEATURE_RULES) if hint in rule.hints)
     for rule in _FEATURE_RULES
     for hint in rule.hints
+}
+# Gate -> the indexes of the rules without hints behind it (None: tried on every text).
+_RULES_BY_GATE = {
+    gate: frozenset(
+        index for index, rule in enumerate(_FEATURE_RULES) if not rule.hints and rule.gate is gate
+    )
+    for gate in {rule.gate for rule in _FEATURE_RULES if not rule.hints}
 }
 
 # A setting's value, read right after its key: "fp16 ...... False" (argument dumps), fp16=False,
@@ -680,10 +794,14 @@ def _collect_features(
     examples: _Spans,
 ) -> None:
     first_positions: dict[str, int] = {}
-    for index in sorted({index for hint in hints for index in _RULES_BY_HINT.get(hint, ())}):
+    indexes = {index for hint in hints for index in _RULES_BY_HINT.get(hint, ())}
+    for gate, behind in _RULES_BY_GATE.items():
+        if gate is None or gate.search(text):
+            indexes |= behind
+    for index in sorted(indexes):
         rule = _FEATURE_RULES[index]
         scanned = text if rule.case_sensitive else lowered
-        for match in rule.pattern.finditer(scanned):
+        for match in rule.matches(text, lowered):
             position = match.start()
             if _follows(scanned, position, rule.not_after) or position in examples:
                 continue
@@ -700,8 +818,9 @@ def _collect_features(
             first_positions[label] = position
             if isinstance(rule.label, str):
                 break  # later matches of a one-label rule cannot come first
-    for label, _ in sorted(first_positions.items(), key=lambda item: item[1]):
-        found.add(label)
+    if first_positions:
+        for label, _ in sorted(first_positions.items(), key=lambda item: item[1]):
+            found.add(label)
 
 
 def _finish_features(labels: list[str]) -> list[str]:
@@ -759,14 +878,16 @@ _VERSION = re.compile(
     """,
     _VERBOSE,
 )
+# No version crosses a line break, and each holds a number like this one: the pattern, which the
+# engine tries at every position, need only be tried on the lines that hold one.
+_VERSION_NUMBER = re.compile(r"[0-9]\.[0-9dpr]", _ASCII)
 
 
-def _collect_versions(
-    text: str, lowered: str, hints: frozenset[str], found: _FirstSeen, examples: _Spans
-) -> None:
-    if hints.isdisjoint(_VERSION_HINTS) or not _DIGIT.search(lowered):
-        return  # no name, or no version to go with one
-    for match in _VERSION.finditer(lowered):
+def _collect_versions(text: str, lowered: str, found: _FirstSeen, examples: _Spans) -> None:
+    """Call only for an issue that holds a version hint (`issue_facets`)."""
+    if not _DIGIT.search(lowered):
+        return  # no version
+    for match in _matches_in_lines(_VERSION, lowered, _VERSION_NUMBER):
         if found.full:
             return
         if match.start() in examples:
@@ -829,6 +950,26 @@ _GPUS = re.compile(
 )
 # Every alternative above holds a digit but these two models, which can be written without one.
 _GPU_MODELS_WITHOUT_DIGITS = frozenset({"titan", "gaudi"})
+# No setup crosses a line break, and one that holds none of these words holds a digit that
+# _GPU_NUMBER finds: in a model's name (A100, T4, MI250) or in a GeForce number after x (4x 3090).
+# In a text without these words the pattern, which the engine tries at every position, need only
+# be tried on the lines with such a digit.
+_GPU_WORDS = _GPU_MODELS_WITHOUT_DIGITS | {
+    "gpu",
+    "nproc",
+    "processes",
+    "cuda_visible",
+    "rtx",
+    "gtx",
+    "ascend",
+}
+_GPU_NUMBER = re.compile(
+    # The first look-behind, one set, rules out at once the many digits after digits and dots.
+    r"""[0-9](?<=[ahvpbktli \t*\u00d7x-][0-9])
+    (?: (?<=[ahvpbk][0-9]) | (?<=[tl]4) | (?<=mi[0-9]) | (?<=mi[ -][0-9])
+      | (?<=[x*\u00d7][2-5]) | (?<=[x*\u00d7][ \t][2-5]) )""",
+    _VERBOSE,
+)
 _COUNT_GROUPS = ("count", "x_count", "count_after_model", "count_setting")
 _MODEL_GROUPS = ("model_after_count", "model_after_x", "model")
 _GPU_SPACING = re.compile(r"[ -]", _ASCII)
@@ -884,7 +1025,11 @@ def _collect_gpus(
 ) -> None:
     if hints.isdisjoint(_GPU_MODELS_WITHOUT_DIGITS) and not _DIGIT.search(lowered):
         return
-    for match in _GPUS.finditer(lowered):
+    if hints.isdisjoint(_GPU_WORDS):
+        matches = _matches_in_lines(_GPUS, lowered, _GPU_NUMBER)
+    else:
+        matches = _GPUS.finditer(lowered)
+    for match in matches:
         if found.full:
             return
         if match.start() in examples:
@@ -927,12 +1072,18 @@ _SYSTEM_PATTERNS = {
             _VERBOSE,
         ),
     ),
-    "pytorch": (("torch",), re.compile(r"(?:py)?torch(?![a-z])|torchrun", _ASCII)),
+    # Spelt out rather than (?:py)?torch, which the engine cannot skip ahead on.
+    "pytorch": (("torch",), re.compile(r"pytorch(?![a-z])|torch(?![a-z])|torchrun", _ASCII)),
 }
 _SYSTEM_NOT_AFTER = {"transformers": _ALNUM | {"-"}}
 
 
+_SYSTEM_HINTS = frozenset(hint for hints, _ in _SYSTEM_PATTERNS.values() for hint in hints)
+
+
 def _collect_systems(lowered: str, hints: frozenset[str], found: _FirstSeen) -> None:
+    if hints.isdisjoint(_SYSTEM_HINTS):
+        return
     first_positions = {}
     for system, (system_hints, pattern) in _SYSTEM_PATTERNS.items():
         if system in found or hints.isdisjoint(system_hints):
@@ -954,14 +1105,16 @@ _HINTS = tuple(
     sorted(
         {hint for rule in _FEATURE_RULES for hint in rule.hints}
         | {hint for hints, _ in _SYSTEM_PATTERNS.values() for hint in hints}
-        | _VERSION_HINTS
-        | _GPU_MODELS_WITHOUT_DIGITS
+        | _GPU_WORDS
     )
 )
+# Versions need only know whether the issue names any: the version hints that other collectors
+# ask about anyway come first, and the others are asked about only until one is there.
+_VERSION_ONLY_HINTS = tuple(sorted(_VERSION_HINTS.difference(_HINTS)))
 
 
 def _hints_in(lowered: str, among: Iterable[str] = _HINTS) -> frozenset[str]:
-    return frozenset([hint for hint in among if hint in lowered])
+    return frozenset(filter(lowered.__contains__, among))
 
 
 def issue_facets(title: str, body: str, comments: Sequence[str] = ()) -> dict[str, list]:
@@ -977,16 +1130,29 @@ def issue_facets(title: str, body: str, comments: Sequence[str] = ()) -> dict[st
     ]
     # Most texts are short comments, for which asking every hint cost more than reading them:
     # the whole issue is asked once, and each text only for the hints the issue holds.
-    issue_hints = _hints_in("\n".join(lowered for _, _, lowered in texts))
+    issue_lowered = "\n".join(lowered for _, _, lowered in texts)
+    issue_hints = _hints_in(issue_lowered)
+    names_versions = not issue_hints.isdisjoint(_VERSION_HINTS) or any(
+        map(issue_lowered.__contains__, _VERSION_ONLY_HINTS)
+    )
+    has_examples = "[e.g." in issue_lowered
+    has_urls = "://" in issue_lowered
     for is_title, text, lowered in texts:
-        hints = _hints_in(lowered, issue_hints)
-        examples = _Spans(_TEMPLATE_EXAMPLE, lowered, "[e.g.")
-        urls = _Spans(_URL, lowered, "://")
+        hints = _hints_in(lowered, issue_hints) if len(texts) > 1 else issue_hints
+        examples = _spans(_TEMPLATE_EXAMPLE, lowered, "[e.g.") if has_examples else _NO_SPANS
+        urls = _spans(_URL, lowered, "://") if has_urls else _NO_SPANS
         _collect_exceptions(text, exceptions, is_title=is_title)
         _collect_features(text, lowered, hints, features, urls, examples)
-        _collect_versions(text, lowered, hints, versions, examples)
         _collect_gpus(text, lowered, hints, gpus, examples)
-        _collect_systems(lowered, hints, systems)
+    # No version or system mention crosses a line break, and the texts are joined by one: read
+    # the issue as one text, in one call rather than one per text.
+    if names_versions:
+        issue_examples = (
+            _spans(_TEMPLATE_EXAMPLE, issue_lowered, "[e.g.") if has_examples else _NO_SPANS
+        )
+        issue_text = "\n".join(text for _, text, _ in texts)
+        _collect_versions(issue_text, issue_lowered, versions, issue_examples)
+    _collect_systems(issue_lowered, issue_hints, systems)
     return {
         "exceptions": exceptions.values(),
         "features": _finish_features(features.values()),

@@ -867,3 +867,23 @@ def test_every_version_spelling_holds_a_version_hint():
         for spelling in pattern.split("|"):
             literal = re.sub(r"\[[^\]]*\]\??|\(\?:py\)\?|,\?|\[0-9\]|[?\s]", "", spelling)
             assert any(hint in literal for hint in facets._VERSION_HINTS), spelling
+
+
+@settings(max_examples=400, deadline=None)
+@given(SHORTCUT_TEXT)
+def test_finders_and_line_finders_find_what_the_patterns_find(text):
+    # The feature rules with finders, and the patterns read only on some lines, must find every
+    # match that a plain scan finds, at the same places.
+    lowered = text.replace("\u0130", "i").lower()
+    for rule in facets._FEATURE_RULES:
+        if rule.finder is not None:
+            scanned = text if rule.case_sensitive else lowered
+            plain = [match.span() for match in rule.pattern.finditer(scanned)]
+            assert [match.span() for match in rule.matches(text, lowered)] == plain
+    plain = [match.span() for match in facets._VERSION.finditer(lowered)]
+    located = facets._matches_in_lines(facets._VERSION, lowered, facets._VERSION_NUMBER)
+    assert [match.span() for match in located] == plain
+    if not any(word in lowered for word in facets._GPU_WORDS):
+        plain = [match.span() for match in facets._GPUS.finditer(lowered)]
+        located = facets._matches_in_lines(facets._GPUS, lowered, facets._GPU_NUMBER)
+        assert [match.span() for match in located] == plain
