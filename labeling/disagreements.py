@@ -38,19 +38,13 @@ ItemLabels = dict[int, dict[str, dict[str, frozenset[str]]]]
 def item_labels(*, item_ids: list[int]) -> ItemLabels:
     """item id -> annotator username -> dimension key -> category keys, of every submitted
     assignment of these items, in two queries."""
-    return item_labels_and_relabels(item_ids=item_ids)[0]
+    return item_labels_read(item_ids=item_ids).labels
 
 
 class ItemLabelsRead(NamedTuple):
     labels: ItemLabels
     relabels: dict[int, Relabel]
     tiebroken: set[int]  # the items with a tie-breaker's submitted labels
-
-
-def item_labels_and_relabels(*, item_ids: list[int]) -> tuple[ItemLabels, dict[int, Relabel]]:
-    """`item_labels` and `item_relabels` of these items, in the two queries of the first."""
-    read = item_labels_read(item_ids=item_ids)
-    return read.labels, read.relabels
 
 
 def item_labels_read(*, item_ids: list[int]) -> ItemLabelsRead:
@@ -183,30 +177,20 @@ def item_relabeling(*, item: StudyItem) -> list[Assignment]:
 
 
 def item_outcomes_for(
-    *,
-    item: StudyItem,
-    dimensions: list[Dimension],
-    labels: dict[str, dict[str, frozenset[str]]] | None = None,
-    relabel: Relabel | None = None,
+    *, item: StudyItem, dimensions: list[Dimension], read: ItemLabelsRead | None = None
 ) -> list[DimensionOutcome]:
     """The state of each dimension of one item, from the database (see resolution_rules);
-    `labels` and `relabel` when the caller has read them already (`item_labels`,
-    `item_relabels`)."""
-    tiebroken = None
-    if labels is None:
-        read = item_labels_read(item_ids=[item.id])
-        labels = read.labels.get(item.id, {})
-        relabel = relabel or read.relabels.get(item.id, Relabel())
-        tiebroken = read.tiebroken
-    elif relabel is None:
-        relabel = item_relabels(item_ids=[item.id]).get(item.id, Relabel())
-    majority = items_majority_decides(study=item.study, item_ids=[item.id], tiebroken=tiebroken)
+    `read` when the caller has read the item's labels already (`item_labels_read`)."""
+    read = read or item_labels_read(item_ids=[item.id])
+    majority = items_majority_decides(
+        study=item.study, item_ids=[item.id], tiebroken=read.tiebroken
+    )
     return item_outcomes(
         dimensions=dimensions,
-        labels=labels,
+        labels=read.labels.get(item.id, {}),
         gold=item_gold(item_ids=[item.id]).get(item.id, {}),
         majority_decides=bool(majority),
-        relabel=relabel,
+        relabel=read.relabels.get(item.id, Relabel()),
         needed=item.annotators_needed,
     )
 
@@ -386,16 +370,16 @@ def item_resolution_view(*, item: StudyItem) -> ItemResolutionView:
         .order_by("assigned_at", "id")
     )
     submitted = [a for a in assignments if a.status == Assignment.Status.SUBMITTED]
-    every_label, relabels = item_labels_and_relabels(item_ids=[item.id])
-    labels = every_label.get(item.id, {})
-    relabel = relabels.get(item.id, Relabel())
+    read = item_labels_read(item_ids=[item.id])
+    labels = read.labels.get(item.id, {})
+    relabel = read.relabels.get(item.id, Relabel())
     resolutions = {
         r.dimension_id: r
         for r in Resolution.objects.filter(item=item)
         .select_related("decided_by")
         .prefetch_related("categories", "revisions__changed_by")
     }
-    outcomes = item_outcomes_for(item=item, dimensions=dimensions, labels=labels, relabel=relabel)
+    outcomes = item_outcomes_for(item=item, dimensions=dimensions, read=read)
     categories_by_dimension: dict[int, list[Category]] = defaultdict(list)
     for category in Category.objects.filter(
         dimension__version_id=study.codebook_version_id

@@ -26,7 +26,6 @@ from labeling.access import (
 )
 from labeling.disagreements import (
     item_gold,
-    item_labels_and_relabels,
     item_labels_read,
     item_outcomes_for,
     item_relabels,
@@ -269,10 +268,10 @@ def _item_relabel(*, item: StudyItem, decided: Dimension, user: AbstractBaseUser
     annotators who have not seen it (blind), asked only those dimensions. The caller holds the
     item's row lock and has written the decision; an error rolls it back with everything."""
     dimensions = study_dimensions(study=item.study)
-    every_label, relabels = item_labels_and_relabels(item_ids=[item.id])
-    labels = every_label.get(item.id, {})
-    relabel = relabels.get(item.id, Relabel())
-    outcomes = item_outcomes_for(item=item, dimensions=dimensions, labels=labels, relabel=relabel)
+    read = item_labels_read(item_ids=[item.id])
+    labels = read.labels.get(item.id, {})
+    relabel = read.relabels.get(item.id, Relabel())
+    outcomes = item_outcomes_for(item=item, dimensions=dimensions, read=read)
     _relabeling_withdraw(item=item, outcomes=outcomes, decided=decided)
     if item.study.screen_in_override != Study.ScreenInOverride.RELABEL:
         return
