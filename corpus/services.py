@@ -2,6 +2,9 @@
 
 import hashlib
 import logging
+import multiprocessing
+import os
+import threading
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -27,6 +30,9 @@ from corpus.signals import issues_changed_upstream
 logger = logging.getLogger(__name__)
 
 BATCH_SIZE = 500
+# Processes rendering Markdown and extracting facets while the importing one reads and stores:
+# the machine's cores, up to the point where storing, which only that process does, keeps up.
+MAX_IMPORT_WORKERS = 4
 ISSUE_FIELDS = [
     "github_id", "is_pull_request", "title", "body", "body_html", "state", "state_reason",
     "author", "labels", "created_at", "updated_at", "closed_at", "comments_count", "raw",
@@ -70,6 +76,30 @@ class IssueImportReport:
         self.changed_issue_ids.extend(other.changed_issue_ids)
         self.written_issue_ids.extend(other.written_issue_ids)
         self.errors.extend(other.errors)
+
+
+def import_workers() -> int:
+    """How many processes should render an import (`issues_import`'s `workers`): the cores this
+    process may use, up to MAX_IMPORT_WORKERS; one (this process alone) where it may not start
+    processes of its own, a daemonic process's (multiprocessing refuses them children)."""
+    if multiprocessing.current_process().daemon:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(cores or 1, MAX_IMPORT_WORKERS)
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """How the rendering processes start. A fork starts one at once, but copies the whole
+    process: in one with other threads (a web server's, where the embedded default runs an
+    upload's import) a lock that another thread holds would stay held in the copy forever.
+    There they fork from a fork server, a process of one thread, instead."""
+    if threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    context = multiprocessing.get_context("forkserver")
+    # The server imports the renderer only, not the program's main module (its default), which
+    # may be a script that is not safe to import again.
+    context.set_forkserver_preload(["corpus.rendering"])
+    return context
 
 
 def issues_import(
@@ -118,7 +148,7 @@ def issues_import(
             if pool is None and workers > 1 and len(batch) >= BATCH_SIZE:
                 # Not for a file of less than one batch, which renders faster than processes
                 # start.
-                pool = ProcessPoolExecutor(max_workers=workers)
+                pool = ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context())
             ahead.append(_RenderingBatch.start(batch, pool))
             if len(ahead) > (workers if pool is not None else 0):
                 ahead.popleft().store(report=report, on_batch=on_batch)

@@ -25,7 +25,7 @@ from corpus.issue_import import issue_file_lines
 from corpus.models import Issue
 from corpus.records import IssueRecord
 from corpus.selectors import repository_by_name
-from corpus.services import IssueImportReport, issues_import
+from corpus.services import IssueImportReport, import_workers, issues_import
 from ingest.models import IssueImportJob
 from labeling.services.studies import study_items_add
 
@@ -151,7 +151,9 @@ def _import(job: IssueImportJob, stream: IO[bytes]) -> IssueImportReport:
             heartbeat_at=timezone.now(),
         )
 
-    return issues_import(objects=issue_file_lines(stream), on_batch=on_batch)
+    return issues_import(
+        objects=issue_file_lines(stream), on_batch=on_batch, workers=import_workers()
+    )
 
 
 def _issues_of(records: list[IssueRecord]) -> list[Issue]:
@@ -164,7 +166,10 @@ def _issues_of(records: list[IssueRecord]) -> list[Issue]:
     for (owner, name), numbers in by_repository.items():
         repository = repository_by_name(owner=owner, name=name)
         if repository is not None:
-            issues += Issue.objects.filter(repository=repository, number__in=numbers)
+            # Only what adding them to the study reads: their texts and JSON are large.
+            issues += Issue.objects.filter(repository=repository, number__in=numbers).only(
+                "id", "is_pull_request"
+            )
     return issues
 
 

@@ -174,7 +174,13 @@ def study_items_add(
     by the study's seed), one for the rest; the least loaded annotators first."""
     study_check_open(study_id=study.pk)
     round = round or study.rounds.order_by("-position").first()
-    already = set(study.items.values_list("issue_id", flat=True))
+    # Only these issues' items: an upload adds its issues a batch at a time, and reading every
+    # item of the study at each batch made a 10k-issue upload quadratic.
+    already = set(
+        study.items.filter(issue_id__in=[issue.id for issue in issues]).values_list(
+            "issue_id", flat=True
+        )
+    )
     new_issues = [i for i in issues if not i.is_pull_request and i.id not in already]
     references = {
         issue_id: f"{owner}/{name}#{number}"
@@ -187,7 +193,8 @@ def study_items_add(
         seed=int(study.sampling.get("seed", 0)),
         fraction=study.overlap,
     )
-    StudyItem.objects.bulk_create(
+    # The created rows come back with their ids (PostgreSQL, SQLite 3.35+), in the order given.
+    items = StudyItem.objects.bulk_create(
         [
             StudyItem(
                 study=study,
@@ -198,7 +205,6 @@ def study_items_add(
             for issue in new_issues
         ]
     )
-    items = list(StudyItem.objects.filter(study=study, issue__in=new_issues).order_by("id"))
     annotators = study_annotators(study=study)
     if assign and study.preassign and len(annotators) >= study.k:
         items_assign(

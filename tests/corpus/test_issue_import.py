@@ -1,4 +1,10 @@
+import contextlib
 import json
+import multiprocessing
+import os
+import threading
+from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 from django.core.management import call_command
@@ -165,20 +171,49 @@ def rendered_snapshot() -> dict:
     }
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_issues_stored_rendered_are_what_rendering_after_storing_gives(db, monkeypatch, workers):
-    # Small batches, so that several are rendered ahead, by worker processes with workers=2.
+@contextlib.contextmanager
+def another_thread() -> Iterator[None]:
+    """A second thread alive meanwhile, as in a web server's process."""
+    done = threading.Event()
+    thread = threading.Thread(target=done.wait)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+@pytest.mark.parametrize(
+    ("workers", "threaded"), [(1, False), (2, False), (2, True)], ids=["one", "fork", "forkserver"]
+)
+def test_issues_stored_rendered_are_what_rendering_after_storing_gives(
+    db, monkeypatch, workers, threaded
+):
+    # Small batches, so that several are rendered ahead, by worker processes with workers=2:
+    # forked from this process, or from a fork server while another thread runs.
     monkeypatch.setattr(services, "BATCH_SIZE", 10)
     with SAMPLE_ISSUES_FILE.open("rb") as stream:
         services.issues_import(objects=issue_file_lines(stream), render=False)
     assert services.issue_texts_render(issue_ids=None) > 45
     rendered_after = rendered_snapshot()
     Issue.objects.all().delete()
-    with SAMPLE_ISSUES_FILE.open("rb") as stream:
-        report = services.issues_import(objects=issue_file_lines(stream), workers=workers)
+    with another_thread() if threaded else contextlib.nullcontext():
+        assert services._pool_context().get_start_method() == ("forkserver" if threaded else "fork")
+        with SAMPLE_ISSUES_FILE.open("rb") as stream:
+            report = services.issues_import(objects=issue_file_lines(stream), workers=workers)
     assert report.created == 45
     assert rendered_snapshot() == rendered_after
     assert services.issue_texts_render(issue_ids=None) == 0  # nothing was left to render
+
+
+def test_an_import_renders_with_the_cores_and_alone_in_a_daemonic_process(monkeypatch):
+    cores = len(os.sched_getaffinity(0))
+    assert services.import_workers() == min(cores, services.MAX_IMPORT_WORKERS)
+    # A Celery prefork worker's task runs in a daemonic process: multiprocessing refuses it
+    # children, so it renders alone.
+    monkeypatch.setattr(multiprocessing, "current_process", lambda: SimpleNamespace(daemon=True))
+    assert services.import_workers() == 1
 
 
 def test_an_issue_that_loses_a_comment_to_a_later_line_is_rendered_again(db, tmp_path, monkeypatch):

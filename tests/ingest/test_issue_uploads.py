@@ -16,6 +16,7 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from corpus import services
 from corpus.models import Issue
 from ingest.dispatch import issue_upload_start
 from ingest.issue_uploads import (
@@ -29,6 +30,7 @@ from ingest.tasks import recover_issue_imports, sweep_issue_upload_files
 from labeling.models import Assignment, StudyItem
 from labeling.services.lifecycle import study_close
 from tests.corpus.test_bad_lines import issue
+from tests.corpus.test_issue_import import another_thread
 
 
 def dump(*lines: dict | str, array: bool = False) -> bytes:
@@ -117,6 +119,41 @@ def test_the_api_answers_202_then_the_status_progress_and_errors(study, people, 
     assert "not a valid JSON" not in str(followed["errors"])  # an array's item, not a line
     listed = api.get("/api/studies/demo/issue-imports/").json()
     assert [job["id"] for job in listed] == [job_id]
+
+
+def test_an_upload_renders_in_worker_processes_as_the_command_does(
+    study, people, run_tasks, monkeypatch
+):
+    """The job renders with `import_workers` processes, as `import_issues` does; in the embedded
+    default it runs in the web server's process, whose other threads make them start from a fork
+    server. What they render is what rendering after storing gives."""
+    monkeypatch.setattr(services, "BATCH_SIZE", 10)  # batches rendered ahead, by the processes
+    monkeypatch.setattr("ingest.issue_uploads.import_workers", lambda: 2)
+    bodies = [
+        "Loss is **NaN** at step 3",
+        "`KeyError: 'x'`\n\n```\nTraceback\n```",
+        "<script>alert(1)</script> ok",
+    ]
+    lines = [issue(n, body=bodies[n % 3], id=70_000 + n) for n in range(1, 36)]
+    for line in lines:
+        line["comments_data"][0]["id"] += 70_000
+    client = Client()
+    client.force_login(people["manager"])
+    items_before = study.items.count()
+
+    with another_thread(), run_tasks():
+        client.post("/studies/demo/import/issues/", {"file": upload(dump(*lines))})
+
+    job = IssueImportJob.objects.get()
+    assert (job.status, job.issues_created, job.items_added) == ("done", 35, 35)
+    assert study.items.count() == items_before + 35
+    imported = Issue.objects.filter(repository__name="trainer")
+    rendered = sorted(imported.values_list("number", "body_html", "facets"))
+    imported.update(body_html="", facets={})
+    services.issue_texts_render(issue_ids=list(imported.values_list("id", flat=True)))
+    assert sorted(imported.values_list("number", "body_html", "facets")) == rendered
+    html_of = {number: body_html for number, body_html, _ in rendered}
+    assert "<strong>NaN</strong>" in html_of[3] and "<script" not in html_of[2]
 
 
 def test_a_queued_job_shows_its_progress_and_the_page_polls(client, study, people):

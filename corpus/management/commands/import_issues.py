@@ -1,15 +1,11 @@
-import os
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from corpus.issue_import import issue_file_lines
-from corpus.services import issues_import
+from corpus.services import import_workers, issues_import
 
 MAX_ERRORS_SHOWN = 50
-# Processes rendering Markdown and extracting facets while this one reads and stores: the
-# machine's cores, up to the point where storing, which only this process does, keeps up.
-MAX_WORKERS = 4
 
 
 class Command(BaseCommand):
@@ -27,7 +23,7 @@ class Command(BaseCommand):
         except OSError as error:
             raise CommandError(f"Cannot read {file}: {error}") from error
         with stream:
-            report = issues_import(objects=issue_file_lines(stream), workers=_workers())
+            report = issues_import(objects=issue_file_lines(stream), workers=import_workers())
         for line_number, message in report.errors[:MAX_ERRORS_SHOWN]:
             self.stderr.write(f"{file}:{line_number}: {message}")
         if len(report.errors) > MAX_ERRORS_SHOWN:
@@ -35,8 +31,3 @@ class Command(BaseCommand):
         self.stdout.write(report.summary())
         if report.errors and not (report.created or report.updated or report.unchanged):
             raise CommandError("No issue could be imported.")
-
-
-def _workers() -> int:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return min(cores or 1, MAX_WORKERS)
