@@ -472,3 +472,36 @@ def test_csv_writes_the_studys_shared_columns_once_with_the_same_bytes():
     assert len(back) == 1_200 and back[700]["title"] == "a NUL \x00 in a title"
     assert orjson.loads(back[-1]["sampling"]) == sampling
     assert orjson.loads(back[0]["study_settings"]) == settings
+
+
+def test_csv_is_what_csv_writer_writes_whatever_the_cells_hold():
+    """The records are joined by hand, a cell quoted only when it must be: the file is still
+    csv.writer's own (read and written again by the csv module, the same bytes), in a batch
+    of the study's shared objects and in one without; a line break in a title is quoted (it
+    was not in the first case, which broke the record in two)."""
+    dimensions, annotators = ["screening", "root_cause"], ["annotator-01", "annotator-02"]
+    study = {"codebook": {"name": "c"}, "sampling": {"seed": 1}, "study_settings": {"k": 2}}
+    rows = [dict(r, **study) for r in fake_rows(9, dimensions=dimensions, annotators=annotators)]
+    titles = ["a\nline break", "a\r\nline end", 'a "quote"', "a, comma", "", "a NUL \x00", 7]
+    for row, title in zip(rows, titles, strict=False):
+        row["title"] = title
+    rows[1]["github_labels"] = ["with;separator", "[bracket"]
+    rows[2]["author"] = None
+    rows[3]["labels"]["screening"] = {"gold": [NOT_APPLICABLE], "gold_parent": [], "method": "x"}
+    rows[4]["raw"]["root_cause"] = {"annotator-01": NOT_APPLICABLE, "annotator-02": []}
+    rows[5]["raw"]["screening"] = {"annotator-02": ["a,b", 'c"d']}
+    rows[6]["round"] = {"name": "Pilot, first", "kind": "pilot"}
+    rows[8]["sampling"] = {"seed": 2}  # the study's objects not shared: the long way
+    shared = rows[:8]
+
+    for batch in (shared, rows):
+        text = b"".join(
+            csv_lines(batch, dimensions=dimensions, annotators=annotators, batch_rows=4)
+        ).decode()
+        again = io.StringIO()
+        csv.writer(again).writerows(csv.reader(io.StringIO(text, newline="")))
+        assert again.getvalue() == text
+        back = list(csv.DictReader(io.StringIO(text, newline="")))
+        assert len(back) == len(batch)
+        assert [record["title"] for record in back[:7]] == [str(title) for title in titles]
+        assert back[5]["screening.raw.annotator-02"] == 'a,b;c"d'
