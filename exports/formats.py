@@ -192,13 +192,7 @@ def column_values(
     if head == RAW_VERSION:  # before the dimensions' columns: an annotator may be named "gold"
         return [part.get(rest) for part in _parts(rows, RAW_VERSION, memo)]
     if rest in ("gold", "gold_parent"):
-        # No method: no resolution, hence no label set (an empty one reads "none applies"),
-        # unless the dimension does not apply (the marker, which the encoders write).
-        return [
-            entry.get(rest, []) if entry
-            and (entry.get("method") or entry.get(rest) == NOT_APPLICABLE) else None
-            for entry in _entries(rows, "labels", head, memo)
-        ]  # fmt: skip
+        return [_gold_label_set(entry, rest) for entry in _entries(rows, "labels", head, memo)]
     if rest == "method":
         return [entry.get("method") for entry in _entries(rows, "labels", head, memo)]
     if rest == "applies":
@@ -219,6 +213,15 @@ def column_values(
     if column.kind in ("list", "fixes"):
         return [r.get(name) or [] for r in rows]
     return [r.get(name) for r in rows]
+
+
+def _gold_label_set(entry: dict[str, Any], part: str) -> list[str] | str | None:
+    """A gold entry's `part` (gold or gold_parent). No method: no resolution, hence no label set
+    (an empty one reads "none applies"), unless the dimension does not apply (the marker, which
+    the encoders write)."""
+    if entry and (entry.get("method") or entry.get(part) == NOT_APPLICABLE):
+        return entry.get(part, [])
+    return None
 
 
 def _entries(
@@ -495,8 +498,7 @@ def _csv_gold_field(part: str) -> Callable[[dict[str, Any]], str]:
     """The cell of a gold entry's `part` (gold or gold_parent), as `column_values` reads it."""
 
     def field(entry: dict[str, Any]) -> str:
-        resolved = entry and (entry.get("method") or entry.get(part) == NOT_APPLICABLE)
-        return _csv_label_set_field(entry.get(part, []) if resolved else None)
+        return _csv_label_set_field(_gold_label_set(entry, part))
 
     return field
 
@@ -686,9 +688,7 @@ _CSV_ENCODERS: dict[str, Callable[[list[Any]], list[str]]] = {
     "labels": _csv_label_sets,
     "bool": lambda values: ["" if v is None else "true" if v else "false" for v in values],
     "json": _shared(lambda value: "" if value is None else _json_text(value)),
-    "fixes": lambda values: [
-        orjson.dumps(v, option=orjson.OPT_UTC_Z).decode() if v else "" for v in values
-    ],
+    "fixes": lambda values: [_json_text(v) if v else "" for v in values],
 }
 _GOLD_FIELDS: dict[str, Callable[[dict[str, Any]], str]] = {
     "gold": _csv_gold_field("gold"),
