@@ -91,12 +91,17 @@ def assignment_held_next(
     )
     if held_back:
         assignments = assignments.exclude(item__round_id__in=held_back)
-    # Drafts first, then to-dos: one query each, as each walks its own part of the index.
+    # The first draft and the first to-do, as two subqueries of one statement. Each walks the
+    # index (annotator, status, item) from the study's first item, and its status is a range
+    # rather than equal to a constant: equated, the status drops out of the ordering, and
+    # PostgreSQL walked the item index instead, filtering every assignment of the study's items
+    # up to the annotator's first to-do (all of them once none was left: 8 ms at 20k items).
+    firsts = Q()
     for status in (Assignment.Status.DRAFT, Assignment.Status.TODO):
-        held = assignments.filter(status=status).order_by("item_id").first()
-        if held is not None:
-            return held
-    return None
+        first = assignments.filter(status__range=(status, status)).order_by("status", "item_id")
+        firsts |= Q(pk=Subquery(first.values("pk")[:1]))
+    held = {found.status: found for found in Assignment.objects.filter(firsts).order_by()}
+    return held.get(Assignment.Status.DRAFT) or held.get(Assignment.Status.TODO)
 
 
 def queue_progress(*, study: Study, user: AbstractBaseUser) -> QueueProgress:

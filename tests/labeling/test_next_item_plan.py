@@ -1,0 +1,108 @@
+"""Finding an annotator's next item reads a few index entries however far into the study they
+are: PostgreSQL's plan of the statement, run on a study where the annotator submitted every
+item but the last few, or every one."""
+
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from corpus.models import Issue, Repository
+from labeling.models import Assignment, StudyItem
+from labeling.selectors import assignment_held_next
+from labeling.services.studies import study_create, study_member_add
+from tests.conftest import require_postgres
+
+ITEMS = 3000
+
+
+def _rows_read(plan: dict) -> int:
+    """The rows every node of an EXPLAIN ANALYZE plan returned or filtered out."""
+    node_rows = plan.get("Actual Rows", 0) * plan.get("Actual Loops", 1)
+    removed = plan.get("Rows Removed by Filter", 0) + plan.get("Rows Removed by Index Recheck", 0)
+    return node_rows + removed + sum(_rows_read(child) for child in plan.get("Plans", []))
+
+
+@pytest.fixture
+def study_far_along(db, codebook_version, make_user):
+    """A study of ITEMS items, k = 2: the first annotator submitted all but the last 3, the
+    second has not started (so that to-dos are common in the table, as they are in a study
+    handed out in advance)."""
+    require_postgres()
+    first, second = make_user("first"), make_user("second")
+    repository = Repository.objects.create(owner="plan", name="study")
+    now = timezone.now()
+    Issue.objects.bulk_create(
+        Issue(
+            repository=repository,
+            number=number,
+            title="t",
+            body_html="<p></p>",
+            state="closed",
+            created_at=now,
+            updated_at=now,
+        )
+        for number in range(1, ITEMS + 1)
+    )
+    study = study_create(slug="far", name="far", codebook_version=codebook_version, k=2)
+    for user in (first, second):
+        study_member_add(study=study, user=user, role="annotator")
+    round_ = study.rounds.get()
+    StudyItem.objects.bulk_create(
+        StudyItem(study=study, issue=issue, round=round_) for issue in Issue.objects.all()
+    )
+    items = list(study.items.order_by("id").values_list("id", flat=True))
+    Assignment.objects.bulk_create(
+        Assignment(
+            item_id=item_id,
+            annotator=user,
+            status=(
+                Assignment.Status.SUBMITTED
+                if user == first and n < ITEMS - 3
+                else Assignment.Status.TODO
+            ),
+        )
+        for n, item_id in enumerate(items)
+        for user in (first, second)
+    )
+    return study, first, items
+
+
+def _plan_of_next(study, user) -> tuple[Assignment | None, int]:
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE labeling_assignment, labeling_studyitem")
+    with CaptureQueriesContext(connection) as captured:
+        held = assignment_held_next(study=study, user=user)
+    assert len(captured) == 1
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + captured[0]["sql"])
+        (plan,) = cursor.fetchone()
+    plan = plan if isinstance(plan, list) else json.loads(plan)
+    return held, _rows_read(plan[0]["Plan"])
+
+
+def test_the_next_to_do_is_found_without_walking_the_items_before_it(study_far_along):
+    study, first, items = study_far_along
+    held, rows = _plan_of_next(study, first)
+    assert held is not None and held.item_id == items[ITEMS - 3]
+    assert rows < 50, f"{rows} rows read to find the next item of {ITEMS}"
+
+
+def test_nothing_left_is_found_without_walking_the_study(study_far_along):
+    study, first, _ = study_far_along
+    Assignment.objects.filter(annotator=first).update(status=Assignment.Status.SUBMITTED)
+    held, rows = _plan_of_next(study, first)
+    assert held is None
+    assert rows < 50, f"{rows} rows read to find that none of {ITEMS} items is left"
+
+
+def test_a_draft_comes_before_an_earlier_to_do(study_far_along):
+    study, first, items = study_far_along
+    Assignment.objects.filter(annotator=first, item_id=items[-1]).update(
+        status=Assignment.Status.DRAFT
+    )
+    held, rows = _plan_of_next(study, first)
+    assert (held.item_id, held.status) == (items[-1], Assignment.Status.DRAFT)
+    assert rows < 50
