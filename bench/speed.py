@@ -5,7 +5,8 @@
   rendered, sanitised, facets);
 * in process, through Django's test client (the full request), for each study size: open one
   item (the page and the API), submit one (completing the item, and leaving it open for a second
-  annotator), the annotator's queue (first 100, with labels),
+  annotator), claim the next item in a study handed out as people go (k = 2, three quarters of
+  the items held once), the annotator's queue (first 100, with labels),
   `/api/issues/` (first 100), and the time and queries of each; then the agreement report of
   the size x 3 annotators x 9 dimensions over HTTP (without and with 1,000 bootstrap
   resamples) and the JSONL export with every raw label, streamed (first byte, whole);
@@ -149,6 +150,13 @@ def child(database_url: str, size: int) -> None:
         [Assignment(item_id=i, annotator=u) for i in pair_items for u in (labeler, raters[0])],
         batch_size=5000,
     )
+    # "claim": k = 2, handed out as people go; a rater holds three quarters of the items once,
+    # as in the first pass through a study, and the labeler claims the next item.
+    claim_items = study_of_all("claim", 2, [labeler, raters[1]])
+    Assignment.objects.bulk_create(
+        [Assignment(item_id=i, annotator=raters[1]) for i in claim_items[: size * 3 // 4]],
+        batch_size=5000,
+    )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
 
@@ -192,6 +200,19 @@ def child(database_url: str, size: int) -> None:
         ),
         "issues": timed(lambda i: person.get("/api/issues/?page_size=100"), to_open, 200),
     }
+    claims, claim_queries = [], 0
+    for _ in range(SAMPLES):
+        with CaptureQueriesContext(connection) as captured:
+            started = time.perf_counter()
+            response = person.post("/studies/claim/next/")
+            claims.append(time.perf_counter() - started)
+        assert response.status_code == 302, response.status_code
+        claim_queries = max(claim_queries, len(captured))
+        # Submitted, outside the timing, so that the next request claims an item again.
+        Assignment.objects.filter(
+            item__study__slug="claim", annotator=labeler, status=Assignment.Status.TODO
+        ).update(status=Assignment.Status.SUBMITTED)
+    figures["claim"] = {"ms": 1000 * statistics.median(claims), "queries": claim_queries}
     for name, query in (("agreement", ""), ("agreement_b1000", "?bootstrap=1000")):
         best = float("inf")
         for _ in range(3 if not query else 1):
@@ -380,6 +401,11 @@ def _print(issues, comments, imported, sizes, by_size, server) -> None:
             f"submit, the item still open (k = 2; {span})",
             request("submit_open"),
             "<= 10 ms, <= 12 queries",
+        ),
+        (
+            f"claim the next item (k = 2, 3/4 held once; {span})",
+            request("claim", flat=True),
+            "flat",
         ),
         (f"queue, first 100 with labels ({span})", request("queue"), "<= 30 ms"),
         (f"/api/issues/ first 100 ({span})", request("issues", flat=True), "<= 15 ms, flat"),
