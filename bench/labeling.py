@@ -48,6 +48,7 @@ def child(database_url: str, n_issues: int, k: int) -> None:
     from corpus.rendering import render_markdown
     from corpus.services import bulk_upsert
     from labeling.models import Assignment, StudyItem
+    from labeling.services.holders import items_holders_recount
     from labeling.services.studies import study_create
 
     samples = sample_issues()
@@ -115,6 +116,8 @@ def child(database_url: str, n_issues: int, k: int) -> None:
         ],
         batch_size=5000,
     )
+    # Counted as the services count them when they hand items out.
+    items_holders_recount(item_ids=StudyItem.objects.values_list("id", flat=True))
 
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:

@@ -63,6 +63,7 @@ def child(database_url: str, size: int) -> None:
     from corpus.models import Issue, IssueComment, Repository
     from corpus.rendering import render_markdown
     from labeling.models import Assignment, StudyItem
+    from labeling.services.holders import items_holders_recount
     from labeling.services.studies import study_create
 
     samples = sample_issues()
@@ -157,6 +158,8 @@ def child(database_url: str, size: int) -> None:
         [Assignment(item_id=i, annotator=raters[1]) for i in claim_items[: size * 3 // 4]],
         batch_size=5000,
     )
+    # Counted as the services count them when they hand items out.
+    items_holders_recount(item_ids=StudyItem.objects.values_list("id", flat=True))
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
 

@@ -141,6 +141,10 @@ class StudyItem(models.Model):
     status = models.CharField(max_length=15, choices=Status.choices, default=Status.OPEN)
     # How many annotators label the item: the study's k, or 1 for an item outside the overlap.
     annotators_needed = models.PositiveSmallIntegerField(default=1)
+    # How many assignments the item has, of any status: a claim takes the open item with the
+    # fewest first (labeling.services.studies.item_claim_for_annotator). Counted again by
+    # labeling.services.holders wherever assignments are added or removed.
+    holders = models.PositiveSmallIntegerField(default=0)
     # Set when the issue changed on GitHub after someone labeled it; labels are never touched.
     changed_upstream_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -159,6 +163,14 @@ class StudyItem(models.Model):
             # A study's first item, in one index step: the bound that starts an annotator's
             # walk to their next item at the study (labeling.selectors.assignment_held_next).
             models.Index(fields=["study", "id"], name="studyitem_study_order"),
+            # The items a claim may take, in the order it takes them: open, with a place left,
+            # fewest holders first, then the oldest. The first is one index step away however
+            # many items are held already.
+            models.Index(
+                fields=["study", "holders", "id"],
+                condition=models.Q(status="open", holders__lt=models.F("annotators_needed")),
+                name="studyitem_claim_order",
+            ),
         ]
 
     def __str__(self) -> str:

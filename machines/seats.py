@@ -39,6 +39,7 @@ from labeling.models import (
     StudyItem,
 )
 from labeling.selectors import study_dimensions
+from labeling.services.holders import items_holders_recount
 from labeling.services.lifecycle import study_check_open
 from labeling.services.resolutions import item_resolution_update
 from labeling.services.studies import items_assign, study_annotators
@@ -197,6 +198,7 @@ def machine_seats_take(*, annotator: MachineAnnotator) -> tuple[int, int]:
         seats.append(Assignment(item=item, annotator=user, selection_reason=SEAT_REASON))
     Assignment.objects.filter(pk__in=withdrawn).delete()
     Assignment.objects.bulk_create(seats)
+    items_holders_recount(item_ids=[seat.item_id for seat in seats])
     return len(seats), len(withdrawn)
 
 
@@ -212,6 +214,7 @@ def _seats_give_back(study: Study, annotator: MachineAnnotator) -> int:
     )
     item_ids = list(open_seats.values_list("item_id", flat=True))
     open_seats.delete()
+    items_holders_recount(item_ids=item_ids)
     if item_ids and study.preassign:
         items_assign(
             study=study,

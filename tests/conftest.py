@@ -53,6 +53,28 @@ def require_postgres() -> None:
     )
 
 
+DATABASE_FIXTURES = {"db", "transactional_db", "_django_db_helper"}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """After every test that used the database, each study item's `holders` must still be its
+    number of assignments: whatever a test did through the services kept it counted."""
+    result = yield
+    if DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        from django.db.models import Count, F
+
+        from labeling.models import StudyItem
+
+        miscounted = list(
+            StudyItem.objects.annotate(n=Count("assignments"))
+            .exclude(holders=F("n"))
+            .values_list("id", "holders", "n")[:5]
+        )
+        assert not miscounted, f"items with miscounted holders (id, kept, real): {miscounted}"
+    return result
+
+
 @pytest.fixture
 def inline_tasks() -> Iterator[None]:
     """Celery tasks run inline, as in the embedded default (forced, so that a test means the

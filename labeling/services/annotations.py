@@ -19,6 +19,7 @@ from corpus.models import Issue
 from labeling.annotation_import import AnnotationRow
 from labeling.models import Annotation, AnnotationRevision, Assignment, Membership, Study, StudyItem
 from labeling.selectors import assignment_annotations, study_dimensions
+from labeling.services.holders import items_holders_recount
 from labeling.services.lifecycle import study_check_open
 from labeling.services.resolutions import item_resolution_update, items_resolution_update
 from labeling.services.studies import study_items_add, study_member_add
@@ -741,12 +742,13 @@ def _assignments_submit(
             if (assignment.item_id, assignment.annotator_id) in wanted
         }
 
-    Assignment.objects.bulk_create(
+    created = Assignment.objects.bulk_create(
         [
             Assignment(item_id=item_id, annotator_id=user_id, selection_reason="imported")
             for item_id, user_id in sorted(wanted - found().keys())
         ]
     )
+    items_holders_recount(item_ids=[assignment.item_id for assignment in created])
     assignments = found()
     Assignment.objects.filter(id__in=[a.id for a in assignments.values()]).update(
         status=Assignment.Status.SUBMITTED,

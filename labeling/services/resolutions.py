@@ -48,6 +48,7 @@ from labeling.resolution_rules import (
     relabel_plan,
 )
 from labeling.selectors import study_dimensions
+from labeling.services.holders import items_holders_recount
 from labeling.services.lifecycle import study_check_open
 from taxonomy.models import Category, Dimension
 from taxonomy.selectors import categories_by_key
@@ -303,6 +304,7 @@ def _item_relabel(*, item: StudyItem, decided: Dimension, user: AbstractBaseUser
             for annotator in candidates[:needed]
         ]
     )
+    items_holders_recount(item_ids=[item.id])
     if item.status != StudyItem.Status.IN_RESOLUTION:
         item.status = StudyItem.Status.IN_RESOLUTION
         item.save(update_fields=["status"])
@@ -487,10 +489,12 @@ def item_tiebreaker_request(
             )
             if outcome.state not in (DimensionState.RESOLVED, DimensionState.NOT_APPLICABLE)
         ]
-    return Assignment.objects.create(
+    tiebreaker = Assignment.objects.create(
         item=item,
         annotator=annotator,
         is_tiebreaker=True,
         dimension_keys=scope,
         selection_reason=f"tie-breaker asked by {user.get_username()}",
     )
+    items_holders_recount(item_ids=[item.id])
+    return tiebreaker

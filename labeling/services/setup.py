@@ -20,6 +20,7 @@ from corpus.selectors import IssueSelection, SelectedIssue, issue_selection
 from labeling.access import item_blind_annotators
 from labeling.models import Assignment, Membership, Round, Study, StudyEvent
 from labeling.sampling import ALGORITHM, Candidate, rounds_split, sample
+from labeling.services.holders import items_holders_recount
 from labeling.services.lifecycle import study_check_open, study_event_record
 from labeling.services.studies import (
     items_assign,
@@ -405,6 +406,7 @@ def annotator_open_items_reassign(
                 is_tiebreaker=assignment.is_tiebreaker,
                 dimension_keys=assignment.dimension_keys,
             )
+            items_holders_recount(item_ids=[assignment.item_id])
         moved += 1
     if by is not None:  # an act of a manager; a departure is logged as one (study_member_leave)
         study_event_record(
@@ -437,7 +439,10 @@ def annotator_remove(*, study: Study, user: AbstractBaseUser) -> int:
         status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT],
     )
     # Items no one else could take stay unassigned rather than with someone who left.
-    left.filter(status=Assignment.Status.TODO, started_at=None).delete()
+    unstarted = left.filter(status=Assignment.Status.TODO, started_at=None)
+    unheld = list(unstarted.values_list("item_id", flat=True))
+    unstarted.delete()
+    items_holders_recount(item_ids=unheld)
     left.update(status=Assignment.Status.SKIPPED, skip_reason="the annotator left the study")
     membership.delete()
     return moved

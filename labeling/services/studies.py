@@ -14,6 +14,7 @@ from labeling.assignment import least_loaded_assignment
 from labeling.models import Assignment, Membership, Round, Study, StudyItem
 from labeling.sampling import Candidate, overlap_references
 from labeling.selectors import assignment_held_next
+from labeling.services.holders import items_holders_recount
 from labeling.services.lifecycle import study_check_open
 from labeling.services.pilot_gate import study_rounds_held_back
 from taxonomy.models import CodebookVersion
@@ -250,6 +251,7 @@ def items_assign(
             loads[name] = loads.get(name, 0) + 1
             new.append(Assignment(item=item, annotator=by_name[name], selection_reason=reason))
     Assignment.objects.bulk_create(new)
+    items_holders_recount(item_ids=[assignment.item_id for assignment in new])
 
 
 # How many candidates a claim tries, one row lock each, before it looks no further.
@@ -272,20 +274,25 @@ def item_claim_for_annotator(
     )
     if held_back:  # rounds that wait for their pilot (labeling.pilot_gate)
         open_items = open_items.exclude(round_id__in=held_back)
-    # Items nobody holds come first in the order below (fewest annotators, then id). Asked for
-    # alone they cost an index walk that stops at the 50th; counting every open item's
-    # annotators costs a pass over the whole study at every claim.
-    unheld = (
-        open_items.filter(annotators_needed__gt=0)
-        .exclude(Exists(Assignment.objects.filter(item=OuterRef("pk"))))
-        .order_by("id")
+    held_by_user = Assignment.objects.filter(item=OuterRef("pk"), annotator=user)
+    # The least-annotated first, then the oldest: a walk of the index (study, holders, id) of
+    # the open items with a place left, which starts at the first of them however many items
+    # are held already. Counting every open item's annotators instead cost a pass over the
+    # study at every claim.
+    fewest_holders = (
+        open_items.filter(holders__lt=F("annotators_needed"))
+        .exclude(Exists(held_by_user))
+        .order_by("holders", "id")
         .values_list("id", flat=True)[:CLAIM_CANDIDATES]
     )
-    assignment = _claim_first_free(unheld, user=user)
+    assignment = _claim_first_free(fewest_holders, user=user)
     if assignment is not None:
         return assignment
+    # `holders` is counted again wherever a service adds or removes assignments; one removed
+    # another way (an account deleted, with its assignments) leaves it too high until the item
+    # changes next. Counting finds such an item, once the others are taken.
     least_annotated = (
-        open_items.exclude(assignments__annotator=user)
+        open_items.exclude(Exists(held_by_user))
         .annotate(n_assigned=Count("assignments"))
         .filter(n_assigned__lt=F("annotators_needed"))
         .order_by("n_assigned", "id")
@@ -312,11 +319,13 @@ def _claim_first_free(candidate_ids: QuerySet, *, user: AbstractBaseUser) -> Ass
         )
         if holders["others"] >= needed[0] or holders["own"]:
             continue
-        return Assignment.objects.create(
+        claimed = Assignment.objects.create(
             item_id=item_id,
             annotator=user,
             selection_reason=f"least-annotated ({holders['others']} of {needed[0]} before)",
         )
+        items_holders_recount(item_ids=[item_id])
+        return claimed
     return None
 
 

@@ -34,6 +34,7 @@ from exports.formats import (
 )
 from exports.services import dataset_export_write
 from labeling.models import Annotation, Assignment, Resolution, StudyItem
+from labeling.services.holders import items_holders_recount
 from labeling.services.studies import study_create
 from taxonomy.models import Category, Dimension
 from tests.exports.dataset_study import resolved_study_make
@@ -430,6 +431,7 @@ def test_the_study_is_read_a_chunk_at_a_time_with_flat_memory_and_queries_per_ch
             for item in study.items.all()
         ]
     )
+    items_holders_recount(item_ids=study.items.values_list("id", flat=True))
     shape = dataset_shape(study=study, raw=True)
 
     def consume(items: int) -> None:

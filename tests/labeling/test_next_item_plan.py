@@ -1,18 +1,20 @@
 """Finding an annotator's next item reads a few index entries however far into the study they
 are: PostgreSQL's plan of the statement, run on a study where the annotator submitted every
-item but the last few, or every one."""
+item but the last few, or every one; and claiming one in a study handed out as people go
+reads a few rows however many items are held already."""
 
 import json
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from corpus.models import Issue, Repository
 from labeling.models import Assignment, StudyItem
 from labeling.selectors import assignment_held_next
-from labeling.services.studies import study_create, study_member_add
+from labeling.services.holders import items_holders_recount
+from labeling.services.studies import item_claim_for_annotator, study_create, study_member_add
 from tests.conftest import require_postgres
 
 ITEMS = 3000
@@ -67,6 +69,7 @@ def study_far_along(db, codebook_version, make_user):
         for n, item_id in enumerate(items)
         for user in (first, second)
     )
+    items_holders_recount(item_ids=items)
     return study, first, items
 
 
@@ -106,3 +109,70 @@ def test_a_draft_comes_before_an_earlier_to_do(study_far_along):
     held, rows = _plan_of_next(study, first)
     assert (held.item_id, held.status) == (items[-1], Assignment.Status.DRAFT)
     assert rows < 50
+
+
+@pytest.fixture
+def study_handed_out_as_people_go(db, codebook_version, make_user):
+    """A study of ITEMS items, k = 2, nothing handed out in advance: one annotator has claimed
+    three quarters of the items once, as in a first pass through a study."""
+    require_postgres()
+    ahead, newcomer = make_user("ahead"), make_user("newcomer")
+    repository = Repository.objects.create(owner="plan", name="claims")
+    now = timezone.now()
+    Issue.objects.bulk_create(
+        Issue(
+            repository=repository,
+            number=number,
+            title="t",
+            body_html="<p></p>",
+            state="closed",
+            created_at=now,
+            updated_at=now,
+        )
+        for number in range(1, ITEMS + 1)
+    )
+    study = study_create(slug="claims", name="claims", codebook_version=codebook_version, k=2)
+    for user in (ahead, newcomer):
+        study_member_add(study=study, user=user, role="annotator")
+    round_ = study.rounds.get()
+    StudyItem.objects.bulk_create(
+        StudyItem(study=study, issue=issue, round=round_, annotators_needed=2)
+        for issue in Issue.objects.all()
+    )
+    items = list(study.items.order_by("id").values_list("id", flat=True))
+    held = items[: ITEMS * 3 // 4]
+    Assignment.objects.bulk_create(Assignment(item_id=item_id, annotator=ahead) for item_id in held)
+    items_holders_recount(item_ids=held)
+    return study, newcomer, items
+
+
+def test_a_claim_takes_the_first_unheld_item_without_walking_the_held_ones(
+    study_handed_out_as_people_go,
+):
+    study, newcomer, items = study_handed_out_as_people_go
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE labeling_assignment, labeling_studyitem, corpus_issue")
+    with transaction.atomic(), CaptureQueriesContext(connection) as captured:
+        claimed = item_claim_for_annotator(study=study, user=newcomer)
+    assert claimed.item_id == items[ITEMS * 3 // 4]
+    (candidates,) = [query["sql"] for query in captured if '"holders" ASC' in query["sql"]]
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + candidates)
+        (plan,) = cursor.fetchone()
+    plan = plan if isinstance(plan, list) else json.loads(plan)
+    rows = _rows_read(plan[0]["Plan"])
+    assert rows < 1000, f"{rows} rows read to find a free item past {ITEMS * 3 // 4} held ones"
+    assert StudyItem.objects.get(pk=claimed.item_id).holders == 1
+
+
+def test_a_claim_still_finds_an_item_whose_count_of_holders_is_too_high(
+    study_handed_out_as_people_go,
+):
+    """An assignment removed outside the services leaves `holders` too high; counting finds the
+    item once no other has a place."""
+    study, newcomer, items = study_handed_out_as_people_go
+    StudyItem.objects.filter(study=study).update(holders=2)
+    with transaction.atomic():
+        claimed = item_claim_for_annotator(study=study, user=newcomer)
+    assert claimed is not None and claimed.item_id == items[ITEMS * 3 // 4]
+    items_holders_recount(item_ids=items)
