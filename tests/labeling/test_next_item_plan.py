@@ -27,14 +27,10 @@ def _rows_read(plan: dict) -> int:
     return node_rows + removed + sum(_rows_read(child) for child in plan.get("Plans", []))
 
 
-@pytest.fixture
-def study_far_along(db, codebook_version, make_user):
-    """A study of ITEMS items, k = 2: the first annotator submitted all but the last 3, the
-    second has not started (so that to-dos are common in the table, as they are in a study
-    handed out in advance)."""
-    require_postgres()
-    first, second = make_user("first"), make_user("second")
-    repository = Repository.objects.create(owner="plan", name="study")
+def _study_of_new_issues(slug: str, codebook_version, annotators) -> tuple:
+    """A study (k = 2) of ITEMS new issues with the given annotators, nothing handed out; the
+    study and its item ids in order."""
+    repository = Repository.objects.create(owner="plan", name=slug)
     now = timezone.now()
     Issue.objects.bulk_create(
         Issue(
@@ -48,14 +44,25 @@ def study_far_along(db, codebook_version, make_user):
         )
         for number in range(1, ITEMS + 1)
     )
-    study = study_create(slug="far", name="far", codebook_version=codebook_version, k=2)
-    for user in (first, second):
+    study = study_create(slug=slug, name=slug, codebook_version=codebook_version, k=2)
+    for user in annotators:
         study_member_add(study=study, user=user, role="annotator")
     round_ = study.rounds.get()
     StudyItem.objects.bulk_create(
-        StudyItem(study=study, issue=issue, round=round_) for issue in Issue.objects.all()
+        StudyItem(study=study, issue=issue, round=round_, annotators_needed=2)
+        for issue in Issue.objects.filter(repository=repository)
     )
-    items = list(study.items.order_by("id").values_list("id", flat=True))
+    return study, list(study.items.order_by("id").values_list("id", flat=True))
+
+
+@pytest.fixture
+def study_far_along(db, codebook_version, make_user):
+    """A study of ITEMS items, k = 2: the first annotator submitted all but the last 3, the
+    second has not started (so that to-dos are common in the table, as they are in a study
+    handed out in advance)."""
+    require_postgres()
+    first, second = make_user("first"), make_user("second")
+    study, items = _study_of_new_issues("far", codebook_version, (first, second))
     Assignment.objects.bulk_create(
         Assignment(
             item_id=item_id,
@@ -117,29 +124,7 @@ def study_handed_out_as_people_go(db, codebook_version, make_user):
     three quarters of the items once, as in a first pass through a study."""
     require_postgres()
     ahead, newcomer = make_user("ahead"), make_user("newcomer")
-    repository = Repository.objects.create(owner="plan", name="claims")
-    now = timezone.now()
-    Issue.objects.bulk_create(
-        Issue(
-            repository=repository,
-            number=number,
-            title="t",
-            body_html="<p></p>",
-            state="closed",
-            created_at=now,
-            updated_at=now,
-        )
-        for number in range(1, ITEMS + 1)
-    )
-    study = study_create(slug="claims", name="claims", codebook_version=codebook_version, k=2)
-    for user in (ahead, newcomer):
-        study_member_add(study=study, user=user, role="annotator")
-    round_ = study.rounds.get()
-    StudyItem.objects.bulk_create(
-        StudyItem(study=study, issue=issue, round=round_, annotators_needed=2)
-        for issue in Issue.objects.all()
-    )
-    items = list(study.items.order_by("id").values_list("id", flat=True))
+    study, items = _study_of_new_issues("claims", codebook_version, (ahead, newcomer))
     held = items[: ITEMS * 3 // 4]
     Assignment.objects.bulk_create(Assignment(item_id=item_id, annotator=ahead) for item_id in held)
     items_holders_recount(item_ids=held)
