@@ -378,6 +378,7 @@ def annotator_open_items_reassign(
     ).values_list("item_id", "annotator_id"):
         holders[item_id].add(annotator_id)
     moved = 0
+    given_a_new_assignment: list[int] = []
     for assignment in unfinished:
         candidates = [a for a in others if a.pk not in holders[assignment.item_id]]
         if assignment.is_tiebreaker or assignment.dimension_keys is not None:
@@ -406,8 +407,9 @@ def annotator_open_items_reassign(
                 is_tiebreaker=assignment.is_tiebreaker,
                 dimension_keys=assignment.dimension_keys,
             )
-            items_holders_recount(item_ids=[assignment.item_id])
+            given_a_new_assignment.append(assignment.item_id)
         moved += 1
+    items_holders_recount(item_ids=given_a_new_assignment)
     if by is not None:  # an act of a manager; a departure is logged as one (study_member_leave)
         study_event_record(
             study=study,
