@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,6 +57,13 @@ def django_setup(database_url: str, **environment: str) -> None:
     call_command("migrate", verbosity=0)
 
 
+def messages_shown(client) -> None:
+    """Clear the messages a request left for the next page, as a browser does by following a
+    submit's redirect to the page that shows them: left in the test client's cookie, every
+    submit's message would pile up and be read and written again by the next request."""
+    client.cookies.pop("messages", None)
+
+
 # What the scripts build their studies from, once Django is set up (django_setup).
 
 # A labeling form's submit with the starter codebook's screened-in answers, as the page posts it.
@@ -65,6 +73,14 @@ SUBMIT_FORM = {
     "dim-fix_pattern": "fix_api_usage", "dim-training_stage": "installation_build",
     "dim-debugging_practice": ["error_message_analysis"], "rationale-root_cause": "because",
 }  # fmt: skip
+
+
+def form_submitted(client, url: str):
+    """The labeling form's submit posted as a browser posts it, in the form's own encoding
+    (application/x-www-form-urlencoded); only the page's background draft saves send multipart
+    form data, which Django's test client sends by default and takes longer to parse."""
+    body = urllib.parse.urlencode(SUBMIT_FORM, doseq=True)
+    return client.post(url, body, content_type="application/x-www-form-urlencoded")
 
 
 def sample_issues() -> list[dict]:

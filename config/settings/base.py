@@ -169,6 +169,12 @@ DATASET_UPLOAD_MAX_BYTES = env.int("DATASET_UPLOAD_MAX_BYTES", default=50 * 1024
 ISSUE_UPLOAD_MAX_BYTES = env.int("ISSUE_UPLOAD_MAX_BYTES", default=100 * 1024 * 1024)
 
 SESSION_COOKIE_HTTPONLY = True
+# Sessions read from the cache and written through to the database: each request saves a
+# session query, and a cache flush or a Redis restart only makes sessions be read from the
+# database again, never signs anyone out. Production's cache is Redis, shared by every web
+# process; the embedded default's is the memory of its one process (runserver), so a sign-out
+# reaches every request there too.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 CSRF_COOKIE_HTTPONLY = False  # the labeling script reads it to send drafts with htmx/fetch
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True

@@ -38,10 +38,6 @@ CACHES = {
         "KEY_PREFIX": "issuecoder",
     }
 }
-# Sessions read from the cache (Redis) and written through to the database: each request
-# saves a session query, and a cache flush or a Redis restart only makes sessions be read from
-# the database again, never signs anyone out.
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 # One database connection per web process, kept between requests (opening one costs more than
 # most requests), and checked before reuse, so that a database restart costs the next request
 # a reconnect rather than an error.
