@@ -9,7 +9,11 @@ start without a broker instead of silently doing the same.
 from .base import *  # noqa: F403
 from .base import EMAIL_URL, REDIS_URL, env
 
-DEBUG = env.bool("DEBUG", default=True)
+# Off by default: the embedded default is the app people label in, not only a developer's. On
+# (DEBUG=true, while developing), Django shows its error pages with the settings, and keeps
+# and formats every query's SQL, which on SQLite costs a query more each: a quarter to a
+# third of a request's time.
+DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env("SECRET_KEY", default="local-development-only-not-secret")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 
@@ -25,3 +29,6 @@ if not EMAIL_URL:
 # Static files straight from the apps; `collectstatic` is a production step.
 STATIC_ROOT = None
 WHITENOISE_USE_FINDERS = True
+
+# The built documentation site (`make docs`) at /docs/, as production can with DOCS_SERVE.
+DOCS_SERVE = env.bool("DOCS_SERVE", default=True)
