@@ -176,6 +176,9 @@ def assignments_visible_to(user) -> QuerySet[Assignment]:
     return with_labels(assignment_list_visible_to(user=user))
 
 
+WRITING_ACTIONS = ("draft", "submit", "skip")
+
+
 class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Your assignments (all of a study's, for its managers), each with its labels. The verbs
     (draft, submit, skip) look the assignment up among your own only, so anyone else's, even one
@@ -189,11 +192,22 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Assignment.objects.none()
-        if self.action in ("draft", "submit", "skip"):
-            assignments = assignment_list_editable_by(user=self.request.user)
-        else:
-            assignments = assignment_list_visible_to(user=self.request.user)
+        if self.action in WRITING_ACTIONS:
+            # Read once, with its row lock, its item and the item's study, as the save needs it
+            # (`assignment_save`'s `locked`): not read again inside a savepoint of its own.
+            return (
+                assignment_list_editable_by(user=self.request.user)
+                .select_for_update(of=("self",))
+                .select_related("item__study__codebook_version")
+                .order_by()
+            )
+        assignments = assignment_list_visible_to(user=self.request.user)
         return with_labels(assignments).order_by("item_id", "annotator_id")
+
+    def _written(self, assignment: Assignment) -> Response:
+        """The assignment as it is now, with its labels."""
+        own = with_labels(assignment_list_editable_by(user=self.request.user))
+        return Response(self.get_serializer(own.get(pk=assignment.pk)).data)
 
     def list(self, request, *args, **kwargs):
         assignments = self.filter_queryset(self.get_queryset())
@@ -220,8 +234,9 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             submit=submit,
             expected_version=body.validated_data.get("version"),
             seconds_spent=body.validated_data.get("seconds_spent"),
+            locked=True,
         )
-        return Response(self.get_serializer(self.get_queryset().get(pk=assignment.pk)).data)
+        return self._written(assignment)
 
     @extend_schema(request=SaveSerializer, responses=SAVE_RESPONSES)
     @action(detail=True, methods=["post"])
@@ -246,4 +261,4 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         assignment_skip(
             assignment=assignment, user=request.user, reason=body.validated_data["reason"]
         )
-        return Response(self.get_serializer(self.get_queryset().get(pk=assignment.pk)).data)
+        return self._written(assignment)
