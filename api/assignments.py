@@ -259,6 +259,9 @@ class AssignmentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         body = SkipSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         assignment_skip(
-            assignment=assignment, user=request.user, reason=body.validated_data["reason"]
+            assignment=assignment,
+            user=request.user,
+            reason=body.validated_data["reason"],
+            locked=True,
         )
         return self._written(assignment)

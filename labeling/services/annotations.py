@@ -555,13 +555,20 @@ def _answers_for_submit(
     return answers
 
 
-@transaction.atomic
-def assignment_skip(*, assignment: Assignment, user: AbstractBaseUser, reason: str) -> Assignment:
-    assignment = (
-        Assignment.objects.select_for_update(of=("self",))
-        .select_related("item")
-        .get(pk=assignment.pk)
-    )
+def assignment_skip(
+    *, assignment: Assignment, user: AbstractBaseUser, reason: str, locked: bool = False
+) -> Assignment:
+    """Set an unsubmitted assignment aside with the annotator's reason. `locked` as in
+    `assignment_save`: the caller read it with its row lock and its item in this transaction,
+    so it is not read again; a refusal is raised before the one write, so no savepoint either."""
+    if not locked:
+        with transaction.atomic():
+            assignment = (
+                Assignment.objects.select_for_update(of=("self",))
+                .select_related("item")
+                .get(pk=assignment.pk)
+            )
+            return assignment_skip(assignment=assignment, user=user, reason=reason, locked=True)
     _check_can_edit(assignment=assignment, user=user)
     study_check_open(study_id=assignment.item.study_id)
     reason = strip_nul(reason or "").strip()

@@ -231,6 +231,7 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
                     assignment=assignment,
                     user=request.user,
                     reason=request.POST.get("skip_reason", ""),
+                    locked=True,
                 )
                 messages.info(request, "Skipped.")
                 return _open_next(request, study)
