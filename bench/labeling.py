@@ -46,9 +46,9 @@ def child(database_url: str, n_issues: int, k: int) -> None:
     from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
 
+    from common.bulk import bulk_upsert
     from corpus.models import Issue, IssueComment, Repository
     from corpus.rendering import render_markdown
-    from corpus.services import bulk_upsert
     from labeling.models import Assignment, StudyItem
     from labeling.services.holders import items_holders_recount
     from labeling.services.studies import study_create

@@ -1,6 +1,5 @@
 """Writes to the corpus: issues, comments and linked fixes, from import files or from GitHub."""
 
-import hashlib
 import logging
 import multiprocessing
 import os
@@ -9,15 +8,14 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-import orjson
 from django.db import DatabaseError, connection, models, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
+from common.bulk import bulk_upsert
 from common.exceptions import ApplicationError
 from common.services import model_update
 from corpus.facets import issue_facets
@@ -571,104 +569,6 @@ def _stored_issues(
         ).values_list("id", "repository_id", "number", "updated_at")
         if (repository_id, number) in wanted
     }
-
-
-def bulk_upsert(
-    model: type[models.Model], rows: list[dict[str, Any]], *, unique_fields: list[str]
-) -> None:
-    """INSERT ... ON CONFLICT (unique_fields) DO UPDATE of every other column, for many rows.
-
-    QuerySet.bulk_create(update_conflicts=True) does the same but compiles every value of every
-    row through the ORM, which was two thirds of an import's time; here values are adapted once
-    and sent with executemany, or on PostgreSQL with COPY into a temporary table and one
-    INSERT ... SELECT. All rows must have the same keys, and no signal or auto_now runs. Must run
-    inside a transaction.
-    """
-    if not rows:
-        return
-    fields = [model._meta.get_field(name) for name in rows[0]]
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(field.column) for field in fields)
-    conflict = {model._meta.get_field(name).column for name in unique_fields}
-    on_conflict = (
-        f"ON CONFLICT ({', '.join(quote(column) for column in conflict)}) DO UPDATE SET "
-        + ", ".join(
-            f"{quote(field.column)} = EXCLUDED.{quote(field.column)}"
-            for field in fields
-            if field.column not in conflict
-        )
-    )
-    table = quote(model._meta.db_table)
-    names = list(rows[0])
-    # Most values go as they are; only those that need it are adapted, in place.
-    adapters = [
-        (index, adapt)
-        for index, adapt in enumerate(_adapter(field) for field in fields)
-        if adapt is not None
-    ]
-    params = []
-    for row in rows:
-        values = [row[name] for name in names]
-        for index, adapt in adapters:
-            values[index] = adapt(values[index])
-        params.append(values)
-    # Only model metadata, quoted by the backend, is formatted into statements; values are
-    # parameters or COPY data.
-    with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
-            placeholders = ", ".join(["%s"] * len(fields))
-            cursor.executemany(
-                f"INSERT INTO {table} ({columns}) VALUES ({placeholders}) {on_conflict}",  # noqa: S608
-                params,
-            )
-            return
-        # One staging table per table and column list, since it keeps the first list's shape.
-        shape = hashlib.blake2s(columns.encode(), digest_size=4).hexdigest()
-        staging = quote(f"staging_{model._meta.db_table}_{shape}")
-        # The staging table has the columns' types and no constraints; it lives with the
-        # connection and is emptied after each use.
-        cursor.execute(
-            f"CREATE TEMPORARY TABLE IF NOT EXISTS {staging} AS "  # noqa: S608
-            f"SELECT {columns} FROM {table} WITH NO DATA"
-        )
-        with cursor.cursor.copy(f"COPY {staging} ({columns}) FROM STDIN") as copy:
-            for row in params:
-                copy.write_row(row)
-        cursor.execute(
-            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {staging} {on_conflict}"  # noqa: S608
-        )
-        cursor.execute(f"TRUNCATE {staging}")
-
-
-def _adapter(field: models.Field) -> Callable[[Any], Any] | None:
-    """How a value of `field` is sent to this database, without the ORM's per-value checks;
-    None when it goes as it is.
-
-    Serialising JSON and times was half the time of an import. JSON goes through orjson (the
-    same JSON text up to whitespace and escaping); an aware time is what PostgreSQL takes as it
-    is, and what Django stores on SQLite as naive UTC text ("2025-02-20 16:12:14").
-    """
-    if isinstance(field, models.JSONField):
-        return _json_text  # PostgreSQL's COPY reads jsonb from its text
-    if isinstance(field, models.DateTimeField):
-        if connection.vendor == "sqlite":
-            return _sqlite_time
-        if connection.vendor == "postgresql":
-            return None
-        return connection.ops.adapt_datetimefield_value
-    return None
-
-
-def _json_text(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
-def _sqlite_time(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    if value.tzinfo is UTC:  # as records and timezone.now() give them
-        return value.isoformat(sep=" ")[: -len("+00:00")]
-    return value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
 
 
 def issues_remove_gone(*, repository_id: int, numbers: Sequence[int]) -> list[int]:

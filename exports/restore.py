@@ -38,6 +38,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
 
+from common.bulk import bulk_insert
 from common.exceptions import ApplicationError
 from common.names import InvalidName, NameKind, name_check, name_check_as_written
 from common.services import model_update
@@ -842,23 +843,28 @@ def _resolutions_store(
         ]
     )
     through = Resolution.categories.through
-    through.objects.bulk_create(
+    bulk_insert(
+        through,
         [
-            through(
-                resolution_id=resolution.pk,
-                category_id=target.categories[(dimension.id, key)].pk,
-            )
+            {
+                "resolution_id": resolution.pk,
+                "category_id": target.categories[(dimension.id, key)].pk,
+            }
             for resolution, (_, dimension, _, keys) in zip(resolutions, pending, strict=True)
             for key in keys
-        ]
+        ],
     )
-    ResolutionRevision.objects.bulk_create(
+    bulk_insert(
+        ResolutionRevision,
         [
-            ResolutionRevision(
-                resolution=resolution, category_keys=keys, method=method, note=RESTORED_NOTE
-            )
+            {
+                "resolution_id": resolution.pk,
+                "category_keys": keys,
+                "method": method,
+                "note": RESTORED_NOTE,
+            }
             for resolution, (_, _, method, keys) in zip(resolutions, pending, strict=True)
-        ]
+        ],
     )
     return len(resolutions)
 

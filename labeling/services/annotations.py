@@ -12,6 +12,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.services import user_create
+from common.bulk import bulk_insert
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
 from common.names import InvalidName, NameKind, name_check_as_written
 from common.text import strip_nul
@@ -391,29 +392,31 @@ def _annotations_write_many(
     through = Annotation.categories.through
     if recategorised:
         through.objects.filter(annotation_id__in=recategorised).delete()
-    through.objects.bulk_create(
+    bulk_insert(
+        through,
         [
-            through(annotation_id=annotation.id, category_id=category.id)
+            {"annotation_id": annotation.id, "category_id": category.id}
             for annotation, chosen, _ in changed
             if id(annotation) in created or annotation.id in recategorised
             for category in chosen
-        ]
+        ],
     )
-    AnnotationRevision.objects.bulk_create(
+    bulk_insert(
+        AnnotationRevision,
         [
-            AnnotationRevision(
-                annotation=annotation,
-                category_keys=state[0],
-                unsure=annotation.unsure,
-                rationale=annotation.rationale,
-                evidence=annotation.evidence,
-                proposal=annotation.proposal,
-                assignment_status=assignment_status,
-                changed_by=user,
-                reason=reason,
-            )
+            {
+                "annotation_id": annotation.id,
+                "category_keys": state[0],
+                "unsure": annotation.unsure,
+                "rationale": annotation.rationale,
+                "evidence": annotation.evidence,
+                "proposal": annotation.proposal,
+                "assignment_status": assignment_status,
+                "changed_by_id": None if user is None else user.pk,
+                "reason": reason,
+            }
             for annotation, _, state in changed
-        ]
+        ],
     )
     return len(changed)
 

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from common.bulk import bulk_insert
 from common.exceptions import ApplicationError, PermissionDeniedError
 from labeling.access import study_can_change_codebook
 from labeling.models import (
@@ -111,24 +112,24 @@ def study_codebook_migrate(
                 changed.append(annotation.id)
                 changed_assignments.add(annotation.assignment_id)
                 revisions.append(
-                    AnnotationRevision(
-                        annotation=annotation,
-                        category_keys=relabel.keys_after,
-                        unsure=annotation.unsure,
-                        rationale=annotation.rationale,
-                        evidence=annotation.evidence,
-                        proposal=annotation.proposal,
-                        assignment_status=annotation.assignment.status,
-                        changed_by=by,
-                        reason=reason,
-                    )
+                    {
+                        "annotation_id": annotation.id,
+                        "category_keys": relabel.keys_after,
+                        "unsure": annotation.unsure,
+                        "rationale": annotation.rationale,
+                        "evidence": annotation.evidence,
+                        "proposal": annotation.proposal,
+                        "assignment_status": annotation.assignment.status,
+                        "changed_by_id": None if by is None else by.pk,
+                        "reason": reason,
+                    }
                 )
             if relabel.review_note:
                 counts["annotations_flagged"] += 1
                 changed_assignments.add(annotation.assignment_id)
                 flagged[relabel.review_note].append(annotation.id)
         _categories_replace(Annotation.categories.through, "annotation_id", batch, relabels)
-        AnnotationRevision.objects.bulk_create(revisions)
+        bulk_insert(AnnotationRevision, revisions)
     # Grouped updates: a few statements, where bulk_update would build a CASE per row.
     study_annotations = Annotation.objects.filter(assignment__item__study=study)
     for old_id, new_id in dimension_of.items():
@@ -158,21 +159,21 @@ def study_codebook_migrate(
                 counts["resolutions_migrated"] += 1
                 changed.append(resolution.id)
                 revisions.append(
-                    ResolutionRevision(
-                        resolution=resolution,
-                        category_keys=relabel.keys_after,
-                        method=resolution.method,
-                        note=reason,
-                        previous_category_keys=relabel.keys_before,
-                        previous_method=resolution.method,
-                        changed_by=by,
-                    )
+                    {
+                        "resolution_id": resolution.id,
+                        "category_keys": relabel.keys_after,
+                        "method": resolution.method,
+                        "note": reason,
+                        "previous_category_keys": relabel.keys_before,
+                        "previous_method": resolution.method,
+                        "changed_by_id": None if by is None else by.pk,
+                    }
                 )
             if relabel.review_note:
                 counts["resolutions_flagged"] += 1
                 flagged[relabel.review_note].append(resolution.id)
         _categories_replace(Resolution.categories.through, "resolution_id", batch, relabels)
-        ResolutionRevision.objects.bulk_create(revisions)
+        bulk_insert(ResolutionRevision, revisions)
     study_resolutions = Resolution.objects.filter(item__study=study)
     for old_id, new_id in dimension_of.items():
         study_resolutions.filter(dimension_id=old_id).update(dimension_id=new_id)
@@ -265,12 +266,13 @@ def _note(
 def _categories_replace(through, column: str, objects: list, relabels: list[_Relabel]) -> None:
     ids = [obj.id for obj in objects]
     through.objects.filter(**{f"{column}__in": ids}).delete()
-    through.objects.bulk_create(
+    bulk_insert(
+        through,
         [
-            through(**{column: obj.id, "category_id": category_id})
+            {column: obj.id, "category_id": category_id}
             for obj, relabel in zip(objects, relabels, strict=True)
             for category_id in relabel.category_ids
-        ]
+        ],
     )
 
 

@@ -17,6 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Count, Q
 
+from common.bulk import bulk_insert
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
 from common.text import strip_nul
 from labeling.access import (
@@ -388,31 +389,33 @@ def _resolutions_write_automatic(*, item: StudyItem, outcomes: list[DimensionOut
     ]
     Resolution.objects.bulk_create([resolution for resolution, _ in written])
     through = Resolution.categories.through
-    through.objects.bulk_create(
+    bulk_insert(
+        through,
         [
-            through(
-                resolution_id=resolution.id,
-                category_id=categories[(resolution.dimension_id, key)].id,
-            )
+            {
+                "resolution_id": resolution.id,
+                "category_id": categories[(resolution.dimension_id, key)].id,
+            }
             for resolution, keys in written
             for key in keys
             # As `categories.set` of a filter: a key the dimension lacks is no category.
             if (resolution.dimension_id, key) in categories
-        ]
+        ],
     )
-    ResolutionRevision.objects.bulk_create(
+    bulk_insert(
+        ResolutionRevision,
         [
-            ResolutionRevision(
-                resolution=resolution,
-                category_keys=keys,
-                method=resolution.method,
-                note=resolution.note,
-                previous_category_keys=None,
-                previous_method="",
-                changed_by=None,
-            )
+            {
+                "resolution_id": resolution.id,
+                "category_keys": keys,
+                "method": resolution.method,
+                "note": resolution.note,
+                "previous_category_keys": None,
+                "previous_method": "",
+                "changed_by_id": None,
+            }
             for resolution, keys in written
-        ]
+        ],
     )
 
 

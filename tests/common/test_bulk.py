@@ -1,0 +1,76 @@
+"""common.bulk: rows written without the ORM are the rows the ORM writes."""
+
+import pytest
+from django.utils import timezone
+
+from common.bulk import bulk_insert
+from labeling.models import Resolution, ResolutionRevision
+from taxonomy.models import Dimension
+
+COMPARED = ["category_keys", "method", "note", "previous_category_keys", "previous_method"]
+
+
+@pytest.fixture
+def resolution(study) -> Resolution:
+    return Resolution.objects.create(
+        item=study.items.order_by("id").first(),
+        dimension=Dimension.objects.filter(version=study.codebook_version).order_by("id").first(),
+        method=Resolution.Method.CONSENSUS,
+        version=1,
+    )
+
+
+def test_bulk_insert_writes_what_bulk_create_writes(resolution, people):
+    rows = [
+        {
+            "resolution_id": resolution.id,
+            "category_keys": ["crash", "hang – ünïcode"],
+            "method": "majority",
+            "note": "a note\nwith 'quotes', \"double quotes\", a \\ and a tab\t",
+            "previous_category_keys": None,
+            "changed_by_id": people["manager"].pk,
+        },
+        {
+            "resolution_id": resolution.id,
+            "category_keys": [],
+            "method": "consensus",
+            "note": "",
+            "previous_category_keys": ["crash"],
+            "changed_by_id": None,
+        },
+    ]
+    started = timezone.now()
+    bulk_insert(ResolutionRevision, rows)
+    ResolutionRevision.objects.bulk_create([ResolutionRevision(**row) for row in rows])
+
+    written = list(
+        ResolutionRevision.objects.filter(resolution=resolution)
+        .order_by("id")
+        .values(*COMPARED, "changed_by_id", "changed_at")
+    )
+    assert len(written) == 4
+    for ours, orms in zip(written[:2], written[2:], strict=True):
+        assert {key: ours[key] for key in COMPARED} == {key: orms[key] for key in COMPARED}
+        assert ours["changed_by_id"] == orms["changed_by_id"]
+    assert written[0]["category_keys"] == ["crash", "hang – ünïcode"]
+    # A field left out takes its default; an auto_now_add field the time of the write.
+    assert {row["previous_method"] for row in written} == {""}
+    assert all(row["changed_at"] >= started for row in written)
+    # None in a JSON field is SQL NULL, as the ORM writes it, not the JSON null.
+    assert (
+        ResolutionRevision.objects.filter(
+            resolution=resolution, previous_category_keys__isnull=True
+        ).count()
+        == 2
+    )
+
+
+def test_bulk_insert_refuses_a_field_the_model_lacks(resolution):
+    with pytest.raises(ValueError, match="has no field colour"):
+        bulk_insert(ResolutionRevision, [{"resolution_id": resolution.id, "colour": "red"}])
+    assert not ResolutionRevision.objects.filter(resolution=resolution).exists()
+
+
+def test_bulk_insert_of_no_rows_writes_nothing(db, django_assert_num_queries):
+    with django_assert_num_queries(0):
+        bulk_insert(ResolutionRevision, [])
