@@ -24,7 +24,7 @@ def test_bulk_insert_writes_what_bulk_create_writes(resolution, people):
     rows = [
         {
             "resolution_id": resolution.id,
-            "category_keys": ["crash", "hang – ünïcode"],
+            "category_keys": ["crash", "hängt, ünïcode"],
             "method": "majority",
             "note": "a note\nwith 'quotes', \"double quotes\", a \\ and a tab\t",
             "previous_category_keys": None,
@@ -52,7 +52,7 @@ def test_bulk_insert_writes_what_bulk_create_writes(resolution, people):
     for ours, orms in zip(written[:2], written[2:], strict=True):
         assert {key: ours[key] for key in COMPARED} == {key: orms[key] for key in COMPARED}
         assert ours["changed_by_id"] == orms["changed_by_id"]
-    assert written[0]["category_keys"] == ["crash", "hang – ünïcode"]
+    assert written[0]["category_keys"] == ["crash", "hängt, ünïcode"]
     # A field left out takes its default; an auto_now_add field the time of the write.
     assert {row["previous_method"] for row in written} == {""}
     assert all(row["changed_at"] >= started for row in written)
