@@ -6,14 +6,33 @@ of the time. Here each value is adapted once, by one function per column, and th
 executemany (SQLite) or COPY (PostgreSQL). No signal runs, as with bulk_create.
 """
 
+import gc
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 from django.db import connection, models
 from django.utils import timezone
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a bulk write runs. Each of its full passes walks every
+    live object, and a bulk write allocates millions of objects while it holds thousands of rows:
+    the passes took a tenth of an import's CPU time and a fifth of a restore's. What a bulk
+    write lets go of (rows, records, model instances) holds no cycle and is freed by reference
+    counting all the same; anything cyclic waits for the first pass after. Nested or in threads
+    at once, the collector is back on when the one that turned it off is done."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def bulk_insert(model: type[models.Model], rows: Sequence[dict[str, Any]]) -> None:

@@ -15,7 +15,7 @@ from django.db import DatabaseError, connection, models, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
-from common.bulk import bulk_upsert
+from common.bulk import bulk_upsert, collector_paused
 from common.exceptions import ApplicationError
 from common.services import model_update
 from corpus.facets import issue_facets
@@ -100,6 +100,7 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return context
 
 
+@collector_paused()
 def issues_import(
     *,
     objects: Iterable[tuple[int, Any]],

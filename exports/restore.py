@@ -38,7 +38,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
 
-from common.bulk import bulk_insert
+from common.bulk import bulk_insert, collector_paused
 from common.exceptions import ApplicationError
 from common.names import InvalidName, NameKind, name_check, name_check_as_written
 from common.services import model_update
@@ -153,7 +153,7 @@ def dataset_restore(
     `managers` become the study's managers. Raises DatasetRestoreError, and stores nothing,
     when any row is wrong. The restore is the first act of the study's activity log, by `by`
     (None: the operator) from `source` (the file's name)."""
-    with transaction.atomic():
+    with collector_paused(), transaction.atomic():
         report = _restore(rows, study_slug, codebook_data, managers, batch_rows)
         study_event_record(
             study=Study.objects.get(slug=report.study),

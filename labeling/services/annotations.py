@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.services import user_create
-from common.bulk import bulk_insert
+from common.bulk import bulk_insert, collector_paused
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
 from common.names import InvalidName, NameKind, name_check_as_written
 from common.text import strip_nul
@@ -600,6 +600,7 @@ class AnnotationImportReport:
     annotations_written: int = 0
 
 
+@collector_paused()
 @transaction.atomic
 def annotations_import(
     *, study: Study, rows: list[AnnotationRow], create_users: bool = False

@@ -1,11 +1,16 @@
 """common.bulk: rows written without the ORM are the rows the ORM writes."""
 
+import gc
+
 import pytest
 from django.utils import timezone
 
-from common.bulk import bulk_insert
+from common.bulk import bulk_insert, collector_paused
+from corpus.issue_import import issue_file_lines
+from corpus.services import issues_import
 from labeling.models import Resolution, ResolutionRevision
 from taxonomy.models import Dimension
+from tests.conftest import SAMPLE_ISSUES_FILE
 
 COMPARED = ["category_keys", "method", "note", "previous_category_keys", "previous_method"]
 
@@ -74,3 +79,26 @@ def test_bulk_insert_refuses_a_field_the_model_lacks(resolution):
 def test_bulk_insert_of_no_rows_writes_nothing(db, django_assert_num_queries):
     with django_assert_num_queries(0):
         bulk_insert(ResolutionRevision, [])
+
+
+def test_the_collector_is_paused_inside_and_back_after_even_on_an_error():
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        assert not gc.isenabled()
+        with collector_paused():
+            assert not gc.isenabled()
+        # The inner pause found it off already: it leaves it off.
+        assert not gc.isenabled()
+        raise RuntimeError
+    assert gc.isenabled()
+
+
+def test_an_import_runs_with_the_collector_paused(db):
+    seen: list[bool] = []
+    with SAMPLE_ISSUES_FILE.open("rb") as stream:
+        report = issues_import(
+            objects=issue_file_lines(stream),
+            on_batch=lambda report, records: seen.append(gc.isenabled()),
+        )
+    assert report.created and seen == [False] * len(seen) and seen
+    assert gc.isenabled()
