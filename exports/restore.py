@@ -38,7 +38,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import transaction
 
-from common.bulk import bulk_insert, collector_paused
+from common.bulk import collector_paused
 from common.exceptions import ApplicationError
 from common.names import InvalidName, NameKind, name_check, name_check_as_written
 from common.services import model_update
@@ -52,7 +52,6 @@ from labeling.models import (
     Assignment,
     Membership,
     Resolution,
-    ResolutionRevision,
     Round,
     Study,
     StudyEvent,
@@ -61,6 +60,7 @@ from labeling.models import (
 from labeling.selectors import study_dimensions
 from labeling.services.annotations import annotations_import
 from labeling.services.lifecycle import study_event_record
+from labeling.services.resolutions import resolutions_create
 from labeling.services.studies import round_save, study_create, study_member_add
 from taxonomy.codebook_file import CodebookFileError, codebook_parse
 from taxonomy.models import Category, CodebookVersion, Dimension
@@ -829,44 +829,23 @@ def _resolutions_store(
     batch: list[_Row], item_ids: dict[tuple[str, str, int], int], target: _Target
 ) -> int:
     """The rows' gold labels, each with its first revision, in four queries."""
-    pending = [
-        (item_ids[row.reference], target.dimensions[key], method, keys)
+    created = [
+        (
+            Resolution(
+                item_id=item_ids[row.reference],
+                dimension=target.dimensions[key],
+                method=method,
+                note=RESTORED_NOTE,
+                version=1,
+            ),
+            keys,
+            [target.categories[(target.dimensions[key].id, category)].pk for category in keys],
+        )
         for row in batch
         for key, (method, keys) in row.gold.items()
     ]
-    resolutions = Resolution.objects.bulk_create(
-        [
-            Resolution(
-                item_id=item_id, dimension=dimension, method=method, note=RESTORED_NOTE, version=1
-            )
-            for item_id, dimension, method, _ in pending
-        ]
-    )
-    through = Resolution.categories.through
-    bulk_insert(
-        through,
-        [
-            {
-                "resolution_id": resolution.pk,
-                "category_id": target.categories[(dimension.id, key)].pk,
-            }
-            for resolution, (_, dimension, _, keys) in zip(resolutions, pending, strict=True)
-            for key in keys
-        ],
-    )
-    bulk_insert(
-        ResolutionRevision,
-        [
-            {
-                "resolution_id": resolution.pk,
-                "category_keys": keys,
-                "method": method,
-                "note": RESTORED_NOTE,
-            }
-            for resolution, (_, _, method, keys) in zip(resolutions, pending, strict=True)
-        ],
-    )
-    return len(resolutions)
+    resolutions_create(created)
+    return len(created)
 
 
 def restore_managers(usernames: Sequence[str]) -> list[AbstractBaseUser]:

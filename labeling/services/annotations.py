@@ -111,6 +111,18 @@ def assignment_save(
         raise
 
 
+def _locked(assignment: Assignment) -> Assignment:
+    """The assignment read again with its row lock, its item and the item's study, as a write
+    of it needs them. Only the assignment row is locked: without `of`, PostgreSQL would also
+    lock the joined study and codebook version rows, and every save of a study would wait on
+    one lock."""
+    return (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("item__study__codebook_version")
+        .get(pk=assignment.pk)
+    )
+
+
 def _assignment_write(
     *,
     assignment: Assignment,
@@ -133,15 +145,7 @@ def _assignment_write(
     }
     if not locked:
         with transaction.atomic():
-            # Only the assignment row is locked: without `of`, PostgreSQL would also lock the
-            # joined study and codebook version rows, and every save of a study would wait on
-            # one lock.
-            assignment = (
-                Assignment.objects.select_for_update(of=("self",))
-                .select_related("item__study__codebook_version")
-                .get(pk=assignment.pk)
-            )
-            return _assignment_write(assignment=assignment, **saving, locked=True)
+            return _assignment_write(assignment=_locked(assignment), **saving, locked=True)
     study = assignment.item.study
     study_check_open(study_id=study.pk)
     existing = assignment_annotations(assignment=assignment)
@@ -566,12 +570,9 @@ def assignment_skip(
     so it is not read again; a refusal is raised before the one write, so no savepoint either."""
     if not locked:
         with transaction.atomic():
-            assignment = (
-                Assignment.objects.select_for_update(of=("self",))
-                .select_related("item")
-                .get(pk=assignment.pk)
+            return assignment_skip(
+                assignment=_locked(assignment), user=user, reason=reason, locked=True
             )
-            return assignment_skip(assignment=assignment, user=user, reason=reason, locked=True)
     _check_can_edit(assignment=assignment, user=user)
     study_check_open(study_id=assignment.item.study_id)
     reason = strip_nul(reason or "").strip()

@@ -374,32 +374,41 @@ def _resolutions_write_automatic(*, item: StudyItem, outcomes: list[DimensionOut
         return
     # The version's categories as the label saves read them (kept for a published version).
     categories = categories_by_key(version=item.study.codebook_version)
-    written = [
-        (
-            Resolution(
-                item=item,
-                dimension=outcome.dimension,
-                method=Resolution.Method(outcome.state.value),
-                note=AUTOMATIC_NOTES[outcome.state],
-                version=1,
-            ),
-            sorted(outcome.categories or ()),
-        )
-        for outcome in outcomes
-    ]
-    Resolution.objects.bulk_create([resolution for resolution, _ in written])
-    through = Resolution.categories.through
-    bulk_insert(
-        through,
+    resolutions_create(
         [
-            {
-                "resolution_id": resolution.id,
-                "category_id": categories[(resolution.dimension_id, key)].id,
-            }
-            for resolution, keys in written
-            for key in keys
-            # As `categories.set` of a filter: a key the dimension lacks is no category.
-            if (resolution.dimension_id, key) in categories
+            (
+                Resolution(
+                    item=item,
+                    dimension=outcome.dimension,
+                    method=Resolution.Method(outcome.state.value),
+                    note=AUTOMATIC_NOTES[outcome.state],
+                    version=1,
+                ),
+                keys,
+                # As `categories.set` of a filter: a key the dimension lacks is no category.
+                [
+                    categories[(outcome.dimension.id, key)].id
+                    for key in keys
+                    if (outcome.dimension.id, key) in categories
+                ],
+            )
+            for outcome in outcomes
+            for keys in [sorted(outcome.categories or ())]
+        ]
+    )
+
+
+def resolutions_create(created: list[tuple[Resolution, list[str], list[int]]]) -> None:
+    """New gold labels, each given as an unsaved resolution, the category keys its first
+    revision records and the ids of its categories: saved with their categories and that
+    revision, in three queries however many there are."""
+    Resolution.objects.bulk_create([resolution for resolution, _, _ in created])
+    bulk_insert(
+        Resolution.categories.through,
+        [
+            {"resolution_id": resolution.id, "category_id": category_id}
+            for resolution, _, category_ids in created
+            for category_id in category_ids
         ],
     )
     bulk_insert(
@@ -410,11 +419,8 @@ def _resolutions_write_automatic(*, item: StudyItem, outcomes: list[DimensionOut
                 "category_keys": keys,
                 "method": resolution.method,
                 "note": resolution.note,
-                "previous_category_keys": None,
-                "previous_method": "",
-                "changed_by_id": None,
             }
-            for resolution, keys in written
+            for resolution, keys, _ in created
         ],
     )
 
