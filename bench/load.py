@@ -192,7 +192,7 @@ def _study_build(n_issues: int, n_users: int, assign: str):
         study = study_create(slug=SLUG, name="Load", codebook_version=version, k=1)
         for user in users:
             study_member_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
-        study_items_add(study=study, issues=issues)
+        study_items_add(study=study, issue_ids=[issue.id for issue in issues])
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")  # statistics as autovacuum would give a live site
     return study

@@ -37,7 +37,7 @@ def _follows_apply(*, follows: Sequence[StudyFollow], issues: list[Issue], fixed
             continue
         matching = [i for i in issues if _follow_matches(follow, i, has_fix=i.id in fixed)]
         if matching:
-            added += len(study_items_add(study=follow.study, issues=matching))
+            added += study_items_add(study=follow.study, issue_ids=[issue.id for issue in matching])
     return added
 
 

@@ -142,8 +142,7 @@ def _import(job: IssueImportJob, stream: IO[bytes]) -> IssueImportReport:
     study = job.study
 
     def on_batch(report: IssueImportReport, records: list[IssueRecord]) -> None:
-        added = study_items_add(study=study, issues=_issues_of(records))
-        job.items_added += len(added)
+        job.items_added += study_items_add(study=study, issue_ids=_issue_ids_of(records))
         _progress(
             job.pk,
             lines_done=report.read,
@@ -156,21 +155,20 @@ def _import(job: IssueImportJob, stream: IO[bytes]) -> IssueImportReport:
     )
 
 
-def _issues_of(records: list[IssueRecord]) -> list[Issue]:
-    """The stored issues of these records (a refused record has none), by the repository names
-    the corpus knows (a renamed repository's old name too)."""
+def _issue_ids_of(records: list[IssueRecord]) -> list[int]:
+    """The ids of the stored issues of these records (a refused record has none), by the
+    repository names the corpus knows (a renamed repository's old name too)."""
     by_repository: dict[tuple[str, str], set[int]] = {}
     for record in records:
         by_repository.setdefault((record.owner, record.name), set()).add(record.number)
-    issues: list[Issue] = []
+    issue_ids: list[int] = []
     for (owner, name), numbers in by_repository.items():
         repository = repository_by_name(owner=owner, name=name)
         if repository is not None:
-            # Only what adding them to the study reads: their texts and JSON are large.
-            issues += Issue.objects.filter(repository=repository, number__in=numbers).only(
-                "id", "is_pull_request"
-            )
-    return issues
+            issue_ids += Issue.objects.filter(
+                repository=repository, number__in=numbers
+            ).values_list("id", flat=True)
+    return issue_ids
 
 
 def _lines_total(stream: IO[bytes]) -> int:

@@ -692,13 +692,9 @@ def annotations_import(
         report.users_created += 1
     for user in {users[row.annotator] for row in rows}:
         study_member_add(study=study, user=user, role=Membership.Role.ANNOTATOR)
-    in_study = set(
-        StudyItem.objects.filter(study=study, issue__in=issues.values()).values_list(
-            "issue_id", flat=True
-        )
+    report.items_added = study_items_add(
+        study=study, issue_ids=[issue.id for issue in issues.values()], assign=False
     )
-    new_issues = [issue for issue in issues.values() if issue.id not in in_study]
-    report.items_added = len(study_items_add(study=study, issues=new_issues, assign=False))
     items = {item.issue_id: item for item in StudyItem.objects.filter(study=study)}
     item_of = {row.line: items[issues[(row.owner, row.name, row.number)].id] for row in rows}
     assignments = _assignments_submit({(item_of[row.line], users[row.annotator]) for row in rows})

@@ -15,7 +15,6 @@ from django.db import transaction
 from django.db.models import Count
 
 from common.exceptions import ApplicationError
-from corpus.models import Issue
 from corpus.selectors import IssueSelection, SelectedIssue, issue_selection
 from labeling.access import item_blind_annotators
 from labeling.models import Assignment, Membership, Round, Study, StudyEvent
@@ -197,7 +196,6 @@ def study_setup(
     study.description = description
     study.save(update_fields=["overlap", "description"])
     issue_ids = {issue.reference: issue.id for issue in selected}
-    drawn_ids = [issue_ids[candidate.reference] for candidate in drawn]
     first_round = study.rounds.get()
     study_rounds = [first_round] + [
         Round.objects.create(study=study, name=plan.name.strip(), kind=plan.kind, position=index)
@@ -207,12 +205,10 @@ def study_setup(
         [Candidate(reference, "") for reference in preview.references],
         [plan.size for plan in rounds],
     )
-    # Adding items reads only these two fields; bodies stay in the database.
-    issues = Issue.objects.only("id", "is_pull_request").in_bulk(drawn_ids)
     for round, part in zip(study_rounds, parts, strict=True):
         study_items_add(
             study=study,
-            issues=[issues[issue_ids[candidate.reference]] for candidate in part],
+            issue_ids=[issue_ids[candidate.reference] for candidate in part],
             round=round,
         )
     return study

@@ -1,12 +1,13 @@
 """Writes to studies: creation, membership, items and assignments."""
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
+from common.bulk import bulk_insert
 from common.exceptions import ApplicationError
 from common.names import InvalidName, NameKind, name_check
 from corpus.models import Issue
@@ -105,7 +106,7 @@ def study_create(
     ):
         for user in users:
             study_member_add(study=study, user=user, role=role)
-    study_items_add(study=study, issues=issues)
+    study_items_add(study=study, issue_ids=[issue.id for issue in issues])
     return study
 
 
@@ -168,50 +169,61 @@ def study_member_remove(*, study: Study, user: AbstractBaseUser, role: str) -> N
 
 @transaction.atomic
 def study_items_add(
-    *, study: Study, issues: Sequence[Issue], round: Round | None = None, assign: bool = True
-) -> list[StudyItem]:
-    """Add issues (not pull requests, not already in the study) to a round and, with `assign`,
-    give each to the annotators it needs: k for the study's overlap share of the items (chosen
-    by the study's seed), one for the rest; the least loaded annotators first."""
+    *,
+    study: Study,
+    issue_ids: Iterable[int],
+    round: Round | None = None,
+    assign: bool = True,
+) -> int:
+    """Add the issues of these ids (not pull requests, not already in the study) to a round, in
+    the order given, and, with `assign`, give each to the annotators it needs: k for the study's
+    overlap share of the items (chosen by the study's seed), one for the rest; the least loaded
+    annotators first. Returns how many items were added."""
     study_check_open(study_id=study.pk)
     round = round or study.rounds.order_by("-position").first()
-    # Only these issues' items: an upload adds its issues a batch at a time, and reading every
-    # item of the study at each batch made a 10k-issue upload quadratic.
-    already = set(
-        study.items.filter(issue_id__in=[issue.id for issue in issues]).values_list(
-            "issue_id", flat=True
-        )
-    )
-    new_issues = [i for i in issues if not i.is_pull_request and i.id not in already]
+    issue_ids = list(dict.fromkeys(issue_ids))
+    # Only these issues' items, by the study's unique index: an upload adds its issues a batch
+    # at a time, and reading every item of the study at each batch made a 10k-issue upload
+    # quadratic.
+    in_study = StudyItem.objects.filter(study=study, issue_id=OuterRef("pk"))
     references = {
         issue_id: f"{owner}/{name}#{number}"
         for issue_id, owner, name, number in Issue.objects.filter(
-            id__in=[issue.id for issue in new_issues]
-        ).values_list("id", "repository__owner", "repository__name", "number")
+            id__in=issue_ids, is_pull_request=False
+        )
+        .exclude(Exists(in_study))
+        .values_list("id", "repository__owner", "repository__name", "number")
     }
+    new_ids = [issue_id for issue_id in issue_ids if issue_id in references]
+    if not new_ids:
+        return 0
     double_coded = overlap_references(
-        [Candidate(reference, "") for reference in references.values()],
+        [Candidate(references[issue_id], "") for issue_id in new_ids],
         seed=int(study.sampling.get("seed", 0)),
         fraction=study.overlap,
     )
-    # The created rows come back with their ids (PostgreSQL, SQLite 3.35+), in the order given.
-    items = StudyItem.objects.bulk_create(
+    # Rows rather than instances (common.bulk): making 10,000 StudyItems and compiling them
+    # through the ORM was most of the time an upload spent adding its issues to the study.
+    bulk_insert(
+        StudyItem,
         [
-            StudyItem(
-                study=study,
-                issue=issue,
-                round=round,
-                annotators_needed=study.k if references[issue.id] in double_coded else 1,
-            )
-            for issue in new_issues
-        ]
+            {
+                "study_id": study.pk,
+                "issue_id": issue_id,
+                "round_id": round.pk,
+                "annotators_needed": study.k if references[issue_id] in double_coded else 1,
+            }
+            for issue_id in new_ids
+        ],
     )
-    annotators = study_annotators(study=study)
-    if assign and study.preassign and len(annotators) >= study.k:
-        items_assign(
-            study=study, items=items, annotators=annotators, reason="pre-assigned (balanced)"
-        )
-    return items
+    if assign and study.preassign:
+        annotators = study_annotators(study=study)
+        if len(annotators) >= study.k:
+            items = list(StudyItem.objects.filter(study=study, issue_id__in=new_ids).order_by("id"))
+            items_assign(
+                study=study, items=items, annotators=annotators, reason="pre-assigned (balanced)"
+            )
+    return len(new_ids)
 
 
 def study_annotators(*, study: Study) -> list[AbstractBaseUser]:

@@ -37,7 +37,7 @@ def resolved_study_make(codebook_version, sample_issues, people, make_user) -> S
     pilot.dimension_targets = {"screening": 0.8}  # a target of its own for one dimension
     pilot.save(update_fields=["dimension_targets"])
     main = round_save(study=study, name="Main")
-    study_items_add(study=study, issues=sample_issues[6:12], round=main)
+    study_items_add(study=study, issue_ids=[issue.id for issue in sample_issues[6:12]], round=main)
     items = list(study.items.order_by("id"))
     first, second, third = annotators
     for item in items[:3]:

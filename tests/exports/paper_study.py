@@ -93,7 +93,7 @@ def paper_study(*, codebook_version, sample_issues, people, slug: str = "paper")
         round_kind=Round.Kind.PILOT,
     )
     round_save(study=study, name="Main")
-    study_items_add(study=study, issues=[issues[name] for name in ("D2", "D3", "D4", "M2")])
+    study_items_add(study=study, issue_ids=[issues[name].id for name in ("D2", "D3", "D4", "M2")])
     items = {name: study.items.get(issue=issue) for name, issue in issues.items()}
     for name, item in items.items():
         submit(item, first, GOLD[name])

@@ -55,7 +55,7 @@ def piloted(codebook_version, sample_issues, people):
         round_kind=Round.Kind.PILOT,
     )
     main = round_save(study=study, name="Main")
-    study_items_add(study=study, issues=issues[PILOT_SIZE:], round=main)
+    study_items_add(study=study, issue_ids=[issue.id for issue in issues[PILOT_SIZE:]], round=main)
     return study
 
 

@@ -75,7 +75,7 @@ def test_a_closed_study_refuses_every_write(study, people, disputed, make_user):
     with pytest.raises(StudyClosedError):
         annotator_open_items_reassign(study=study, annotator=annotator, by=people["manager"])
     with pytest.raises(StudyClosedError):
-        study_items_add(study=study, issues=[])
+        study_items_add(study=study, issue_ids=[])
     with pytest.raises(StudyClosedError):
         annotations_import(study=study, rows=[])
     draft = codebook_draft_create(version=study.codebook_version, label="0.2.0")
