@@ -5,16 +5,16 @@ go through `apply_async`, which honours CELERY_TASK_ALWAYS_EAGER: in the embedde
 (no REDIS_URL) the export runs in the process that asked for it.
 """
 
-from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 
+from config.celery import app
 from exports.dataset import CHUNK_SIZE
 from exports.models import ExportJob
 from exports.services import export_job_run, export_jobs_requeue_lost
 
 
-@shared_task(
+@app.task(
     # Acknowledged when done and given back if the worker dies: the job then starts again.
     acks_late=True,
     reject_on_worker_lost=True,
@@ -25,7 +25,7 @@ def export_dataset(job_id: int) -> str:
     return export_job_run(job_id=job_id, chunk_size=chunk_size).status
 
 
-@shared_task(ignore_result=True)
+@app.task(ignore_result=True)
 def recover_export_jobs() -> int:
     """Beat's tick: queue again the jobs that lost their worker (see
     `exports.services.export_jobs_requeue_lost`). Returns how many."""

@@ -10,10 +10,10 @@ this module never imports a sender; the tasks send their own messages with
 import logging
 from datetime import timedelta
 
-from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 
+from config.celery import app
 from ingest.github import TransientGitHubError
 from ingest.issue_uploads import (
     issue_imports_to_resend,
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 RESET_MARGIN = timedelta(seconds=1)
 
 
-@shared_task(
+@app.task(
     bind=True,
     # Acknowledged only when done, and given back to the broker if the worker process dies, so
     # no sync is silently dropped; a second delivery finds the run leased or finished and stops.
@@ -92,7 +92,7 @@ def sync_source(self, source_id: int, run_id: int | None = None) -> dict:
     return {"run_id": run_id, "status": outcome.status}
 
 
-@shared_task(ignore_result=True)
+@app.task(ignore_result=True)
 def sync_due_sources() -> int:
     """Beat's minute tick: request a sync of every source whose interval has passed, or whose
     run lost its worker. Returns the number of runs requested."""
@@ -104,7 +104,7 @@ def sync_due_sources() -> int:
     return requested
 
 
-@shared_task(ignore_result=True)
+@app.task(ignore_result=True)
 def recover_sync_runs() -> int:
     """Beat's tick: resume (or, for a paused source, end) the runs that lost their worker (see
     `ingest.runs.sync_runs_recover_lost`). Returns how many."""
@@ -134,7 +134,7 @@ def sync_source_enqueue(run: SyncRun) -> None:
     transaction.on_commit(send_sync_source, robust=True)
 
 
-@shared_task(
+@app.task(
     # Acknowledged when done and given back if the worker dies: the delivery that follows
     # takes the job over once its lease ran out; any other finds it taken and stops.
     acks_late=True,
@@ -145,7 +145,7 @@ def import_issue_dump(job_id: int) -> str:
     return issue_upload_run(job_id=job_id).status
 
 
-@shared_task(ignore_result=True)
+@app.task(ignore_result=True)
 def recover_issue_imports() -> int:
     """Beat's tick: send again the tasks of issue imports whose message or worker was lost
     (see `ingest.issue_uploads.issue_imports_to_resend`). Returns how many."""
@@ -155,7 +155,7 @@ def recover_issue_imports() -> int:
     return len(job_ids)
 
 
-@shared_task(ignore_result=True)
+@app.task(ignore_result=True)
 def sweep_issue_upload_files() -> int:
     """Beat's hourly tick: delete the uploaded dumps whose job never committed
     (`ingest.issue_uploads.issue_upload_files_sweep`). Returns how many."""

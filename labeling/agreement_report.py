@@ -5,7 +5,7 @@ label table is read once per report; the per-round and per-repository views spli
 read by the items' round or repository instead of reading it again for each.
 """
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -13,6 +13,7 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models.functions import Coalesce
+from django.utils.module_loading import import_string
 
 from common.exceptions import ApplicationError
 from labeling.agreement import (
@@ -24,6 +25,7 @@ from labeling.agreement import (
 )
 from labeling.agreement_methods import methods_url
 from labeling.models import Annotation, Assignment, Round, Study, StudyItem
+from labeling.report_extensions import REPORT_EXTENSIONS
 from labeling.selectors import study_dimensions
 from taxonomy.models import Category, Dimension
 
@@ -37,13 +39,6 @@ DEFAULT_ORDINAL_WEIGHTS = "linear"
 # The largest minimum overlap a report takes: above any study's size it would only empty the
 # means, and a bound keeps the parameter a number people type, not an overflow.
 MAX_MIN_PAIR_ITEMS = 100_000
-
-
-# Figures other apps add to a report's dimensions, registered when Django starts (machines/
-# adds its annotators' agreement with people and gold): the apps above labeling may import it,
-# not the other way round. Each is called with the study, the report's label tables, its
-# filters, its level and its dimensions, which it extends in place; human figures stay human-only.
-REPORT_EXTENSIONS: list[Callable[..., None]] = []
 
 
 @dataclass
@@ -449,8 +444,10 @@ def _report_of_tables(
     dimensions = _dimensions_report(
         tables, weights=weights, bootstrap=bootstrap, seed=seed, min_pair_items=min_pair_items
     )
-    for extend in REPORT_EXTENSIONS:
-        extend(study=study, tables=tables, filters=filters, level=level, dimensions=dimensions)
+    for path in REPORT_EXTENSIONS:
+        import_string(path)(
+            study=study, tables=tables, filters=filters, level=level, dimensions=dimensions
+        )
     return {
         "study": study.slug,
         "filters": {

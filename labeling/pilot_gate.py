@@ -8,10 +8,13 @@ waits.
 """
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from labeling.agreement_report import RoundStatus, study_round_statuses
 from labeling.assignment import RoundGate, rounds_held_back
 from labeling.models import Round, Study
+
+if TYPE_CHECKING:
+    from labeling.agreement_report import RoundStatus
 
 
 @dataclass
@@ -19,8 +22,8 @@ class GateState:
     """A main round behind pilot rounds with targets: open or not, and what holds it back."""
 
     round: Round
-    pilots: list[RoundStatus]  # the pilot rounds with a target before it
-    held_back_by: list[RoundStatus] = field(default_factory=list)  # those not passed
+    pilots: "list[RoundStatus]"  # the pilot rounds with a target before it
+    held_back_by: "list[RoundStatus]" = field(default_factory=list)  # those not passed
 
     @property
     def is_open(self) -> bool:
@@ -62,7 +65,7 @@ def study_gate_states(
     *,
     study: Study,
     rounds: list[Round] | None = None,
-    statuses: list[RoundStatus] | None = None,
+    statuses: "list[RoundStatus] | None" = None,
 ) -> list[GateState]:
     """The state of every gated main round of the study, in round order (none when no pilot
     carries a target, and then no agreement is computed). `rounds` and `statuses`
@@ -71,7 +74,12 @@ def study_gate_states(
     gated = _gated(rounds)
     if not gated:
         return []
-    statuses = statuses if statuses is not None else study_round_statuses(study=study)
+    if statuses is None:
+        # Imported here: the agreement brings numpy, which a process that hands out items of a
+        # study without a waiting round (most) never needs; it was a tenth of every start.
+        from labeling.agreement_report import study_round_statuses
+
+        statuses = study_round_statuses(study=study)
     by_round = {status.round.pk: status for status in statuses}
     gates = [
         RoundGate(

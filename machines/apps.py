@@ -5,10 +5,8 @@ class MachinesConfig(AppConfig):
     name = "machines"
 
     def ready(self) -> None:
-        from labeling.agreement_report import REPORT_EXTENSIONS
-        from machines.report import report_add_machines
+        from labeling.report_extensions import report_extension_register
 
         # labeling sits below machines and may not import it: the report calls what is
         # registered here.
-        if report_add_machines not in REPORT_EXTENSIONS:
-            REPORT_EXTENSIONS.append(report_add_machines)
+        report_extension_register("machines.report.report_add_machines")

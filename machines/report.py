@@ -1,5 +1,5 @@
 """The agreement report's machine figures: `report_add_machines` is registered in
-labeling.agreement_report.REPORT_EXTENSIONS (machines.apps) and adds to each dimension
+labeling.report_extensions (machines.apps) and adds to each dimension
 `"machines": {name: {"kappa_vs_gold", "kappa_vs_humans", "precision", "recall", "delegation",
 ...}}` and `"machine_pairs": [{"a", "b", "n", "kappa"}]`. The human figures are left as they are:
 machine labels are not in the report's label tables.

@@ -1,13 +1,12 @@
 """Celery tasks of machine annotators: thin adapters over `machines.runs` and `machines.similar`."""
 
-from celery import shared_task
-
+from config.celery import app
 from labeling.models import Study
 from machines.runs import machine_run_execute
 from machines.similar import study_neighbours_compute
 
 
-@shared_task(
+@app.task(
     # Acknowledged when done and given back if the worker dies: a second delivery resumes the
     # run (labeled items are skipped, answers come from the cache).
     acks_late=True,
@@ -19,7 +18,7 @@ def machine_run_task(run_id: int) -> dict:
     return {"run": run.pk, "status": run.status, "items_done": run.items_done}
 
 
-@shared_task(ignore_result=True)
+@app.task(ignore_result=True)
 def similar_index_task(study_id: int) -> int:
     """Compute a study's similar-issues index; how many items it holds."""
     study = Study.objects.filter(pk=study_id).first()

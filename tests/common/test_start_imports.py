@@ -1,0 +1,41 @@
+"""What a process imports to start: Django's set-up alone, as every management command runs it."""
+
+import os
+import subprocess
+import sys
+
+from django.conf import settings
+
+
+def _imported_after(code: str, names: tuple[str, ...]) -> list[str]:
+    probe = (
+        f"import sys, django; django.setup(); {code}; "
+        f"print(','.join(sorted(name for name in {names!r} if name in sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=settings.BASE_DIR,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [name for name in result.stdout.strip().split(",") if name]
+
+
+def test_starting_django_imports_neither_celery_nor_numpy():
+    """A command such as import_issues sends no task and computes no agreement: Celery and the
+    agreement's numpy were a third of its start."""
+    assert _imported_after("pass", ("celery", "numpy")) == []
+
+
+def test_the_celery_app_is_made_when_a_module_of_tasks_is_imported():
+    """Tasks are bound to the project's app, configured from Django's settings, not to a default
+    app that Celery would make on first use."""
+    code = (
+        "import exports.tasks; from celery import current_app; from django.conf import settings; "
+        "app = exports.tasks.export_dataset.app; "
+        "assert app is current_app._get_current_object() and app.main == 'issuecoder'; "
+        "assert app.conf.broker_url == settings.CELERY_BROKER_URL, app.conf.broker_url"
+    )
+    assert "celery" in _imported_after(code, ("celery",))
