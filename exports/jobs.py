@@ -7,7 +7,6 @@ from django.db import transaction
 from common.exceptions import ApplicationError, PermissionDeniedError
 from common.outage import broker_require
 from exports.models import ExportJob
-from exports.tasks import export_job_enqueue
 from labeling.access import study_can_export, study_roles
 from labeling.models import Study, StudyItem
 
@@ -41,5 +40,8 @@ def export_job_start(
         pseudonymise=raw and pseudonymise,
         rows_total=StudyItem.objects.filter(study=study).count(),
     )
+    # Imported here: the tasks bring Celery, which a process that sends none does not load.
+    from exports.tasks import export_job_enqueue
+
     export_job_enqueue(job)
     return job

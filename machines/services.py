@@ -12,7 +12,6 @@ from django.utils import timezone
 from common.exceptions import ApplicationError
 from labeling.models import Study
 from machines.models import MachineAnnotator, MachineRun
-from machines.tasks import machine_run_task
 
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 
@@ -210,6 +209,9 @@ def machine_run_resume(*, run: MachineRun, enqueue: bool = True) -> MachineRun:
 
 def _send_on_commit(run: MachineRun) -> None:
     def send() -> None:
+        # Imported here: the tasks bring Celery, which a process that sends none does not load.
+        from machines.tasks import machine_run_task
+
         result = machine_run_task.apply_async(args=[run.pk])
         MachineRun.objects.filter(pk=run.pk).update(task_id=result.id or "")
 

@@ -28,7 +28,6 @@ from machines.similar import (
     study_corpus_state,
     study_neighbours_compute,
 )
-from machines.tasks import similar_index_task
 
 DUPLICATE_SCORE = 0.8  # cosine from which a neighbour is flagged as a duplicate candidate
 INLINE_MAX_ITEMS = 2_000
@@ -59,6 +58,9 @@ def study_neighbours(*, study: Study) -> Neighbours:
         return study_neighbours_compute(study=study, state=state)
     # cache.add: one queued computation per state, whatever the number of pages asking.
     if cache.add(f"{state.cache_key}:queued", True, QUEUED_SECONDS):
+        # Imported here: the tasks bring Celery, which a process that sends none does not load.
+        from machines.tasks import similar_index_task
+
         similar_index_task.delay(study.pk)
         table = cache.get(state.cache_key)  # computed already where tasks run inline
         if table is not None:

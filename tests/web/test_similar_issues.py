@@ -17,6 +17,7 @@ from labeling.services.studies import study_member_add
 from machines import similar_panel
 from machines.similar import neighbours_of
 from machines.similar_panel import DUPLICATE_SCORE, item_similar_issues, study_neighbours
+from machines.tasks import similar_index_task
 from tests.conftest import SCREENED_IN
 
 PAGE_TEXT = "deepspeed zero stage three checkpoint save hangs forever on rank zero"
@@ -144,9 +145,7 @@ def test_a_large_study_computes_its_index_in_the_background(similar_study, monke
     study, items = similar_study
     monkeypatch.setattr(similar_panel, "INLINE_MAX_ITEMS", 10)
     queued: list[int] = []
-    monkeypatch.setattr(
-        similar_panel.similar_index_task, "delay", lambda study_id: queued.append(study_id)
-    )
+    monkeypatch.setattr(similar_index_task, "delay", lambda study_id: queued.append(study_id))
     cache.clear()
     assert study_neighbours(study=study) == {}  # nothing yet: no index is computed in the page
     assert study_neighbours(study=study) == {}
@@ -158,7 +157,7 @@ def test_a_large_study_computes_its_index_in_the_background(similar_study, monke
     before = celery_app.conf.task_always_eager
     celery_app.conf.task_always_eager = True
     try:
-        assert similar_panel.similar_index_task.delay(study.pk).get() == len(items)
+        assert similar_index_task.delay(study.pk).get() == len(items)
     finally:
         celery_app.conf.task_always_eager = before
     first = study_neighbours(study=study)
@@ -169,9 +168,7 @@ def test_a_large_study_computes_its_index_in_the_background(similar_study, monke
     issue.title = PAGE_TEXT
     issue.save()
     cache.delete(similar_panel.state_cache_key(study.pk))  # STATE_SECONDS later
-    monkeypatch.setattr(
-        similar_panel.similar_index_task, "delay", lambda study_id: queued.append(study_id)
-    )
+    monkeypatch.setattr(similar_index_task, "delay", lambda study_id: queued.append(study_id))
     assert study_neighbours(study=study) == first
     assert queued == [study.pk, study.pk]
 
