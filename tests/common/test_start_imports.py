@@ -1,4 +1,5 @@
-"""What a process imports to start: Django's set-up alone, as every management command runs it."""
+"""What a process imports to start: Django's set-up, as every management command runs it, and
+the URLconf, as the web server loads it."""
 
 import os
 import subprocess
@@ -27,6 +28,14 @@ def test_starting_django_imports_neither_celery_nor_numpy():
     """A command such as import_issues sends no task and computes no agreement: Celery and the
     agreement's numpy were a third of its start."""
     assert _imported_after("pass", ("celery", "numpy")) == []
+
+
+def test_loading_the_urlconf_imports_no_library_it_needs_only_for_one_action():
+    """runserver's start (its checks load the URLconf) would otherwise spend seconds importing
+    them: scikit-learn at the first kappa, openai at the first machine run, PyGithub at the
+    first sync or source check, Celery at the first task sent."""
+    code = "from django.urls import get_resolver; get_resolver().url_patterns"
+    assert _imported_after(code, ("sklearn", "openai", "github", "celery")) == []
 
 
 def test_the_celery_app_is_made_when_a_module_of_tasks_is_imported():

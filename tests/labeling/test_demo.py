@@ -1,10 +1,6 @@
-import os
-import subprocess
-import sys
 from datetime import timedelta
 from io import StringIO
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
@@ -125,26 +121,6 @@ def test_demo_is_not_set_up_while_a_migration_is_unapplied(db):
     last.delete()  # as after pulling a new migration; the test's transaction puts it back
 
     assert demo_set_up_already() is None
-
-
-def test_loading_the_urlconf_imports_no_library_it_needs_only_for_one_action():
-    """runserver's start (its checks load the URLconf) and every management command's checks
-    would otherwise spend seconds importing them: scikit-learn at the first kappa, openai at
-    the first machine run, PyGithub at the first sync or source check."""
-    code = (
-        "import sys, django; django.setup(); from django.urls import get_resolver; "
-        "get_resolver().url_patterns; "
-        "print(sorted(name for name in ('sklearn', 'openai', 'github') if name in sys.modules))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=settings.BASE_DIR,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert result.stdout.strip() == "[]"
 
 
 def test_demo_pilot_is_labeled_partly_resolved_and_marked_illustrative(db):
