@@ -47,9 +47,18 @@ class ItemLabelsRead(NamedTuple):
     tiebroken: set[int]  # the items with a tie-breaker's submitted labels
 
 
-def item_labels_read(*, item_ids: list[int]) -> ItemLabelsRead:
+def item_assignment_rows(*, item_ids: list[int]) -> list[tuple]:
+    """(item id, annotator's username, status, dimension keys, is tie-breaker) of every
+    assignment of these items that was not skipped: what `item_labels_read` reads of them."""
+    return _assignment_rows(Assignment.objects.filter(item_id__in=item_ids))
+
+
+def item_labels_read(
+    *, item_ids: list[int], assignments: list[tuple] | None = None
+) -> ItemLabelsRead:
     """`item_labels`, `item_relabels` and the items a tie-breaker settled (as
-    `items_majority_decides` reads them), in the two queries of the first."""
+    `items_majority_decides` reads them), in the two queries of the first; one, when the
+    caller read the items' `item_assignment_rows` already."""
     labels: dict[int, dict[str, dict[str, set[str]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(set))
     )
@@ -70,7 +79,8 @@ def item_labels_read(*, item_ids: list[int]) -> ItemLabelsRead:
         keys = labels[item_id][username][dimension_key]
         if category_key is not None:
             keys.add(category_key)
-    assignments = _assignment_rows(Assignment.objects.filter(item_id__in=item_ids))
+    if assignments is None:
+        assignments = item_assignment_rows(item_ids=item_ids)
     tiebroken = set()
     # Annotators who submitted without any annotation row still count as having answered.
     for item_id, username, status, _, is_tiebreaker in assignments:

@@ -13,9 +13,10 @@ out, the adjudicator screens it in. Unless the study leaves those to the adjudic
 waits for them as for a tie-breaker, and their labels are then resolved as usual.
 """
 
+from collections import defaultdict
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, Q
 
 from common.bulk import bulk_insert
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
@@ -26,6 +27,7 @@ from labeling.access import (
     study_roles,
 )
 from labeling.disagreements import (
+    item_assignment_rows,
     item_gold,
     item_labels_read,
     item_outcomes_for,
@@ -84,20 +86,19 @@ def item_resolution_update(*, item: StudyItem) -> StudyItem:
         .select_related("study__codebook_version")
         .get(pk=item.pk)
     )
-    # Counted in a statement of its own, after the lock: under READ COMMITTED a statement that
-    # waited for the lock still reads with the snapshot it started with, so counts read beside
-    # the lock would miss the submission it waited for, and two last submissions at once would
-    # both leave the item open.
-    counts = item.assignments.aggregate(
-        submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
-        unfinished=Count(
-            "id", filter=Q(status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT])
-        ),
-    )
-    if counts["unfinished"] or counts["submitted"] < item.annotators_needed:
+    # Read in a statement of their own, after the lock: under READ COMMITTED a statement that
+    # waited for the lock still reads with the snapshot it started with, so assignments read
+    # beside the lock would miss the submission it waited for, and two last submissions at once
+    # would both leave the item open. They are counted here, and read the labels with.
+    assignments = item_assignment_rows(item_ids=[item.pk])
+    if not _complete(assignments, needed=item.annotators_needed):
         return item
     dimensions = study_dimensions(study=item.study)
-    outcomes = item_outcomes_for(item=item, dimensions=dimensions)
+    outcomes = item_outcomes_for(
+        item=item,
+        dimensions=dimensions,
+        read=item_labels_read(item_ids=[item.pk], assignments=assignments),
+    )
     _resolutions_write_automatic(
         item=item, outcomes=[o for o in outcomes if o.state in AUTOMATIC_NOTES]
     )
@@ -106,6 +107,17 @@ def item_resolution_update(*, item: StudyItem) -> StudyItem:
         item.status = status
         item.save(update_fields=["status"])
     return item
+
+
+def _complete(assignments: list[tuple], *, needed: int) -> bool:
+    """Whether an item's assignments (`item_assignment_rows`, of this item only) are all
+    submitted, by as many annotators as it needs."""
+    statuses = [status for _, _, status, _, _ in assignments]
+    return (
+        Assignment.Status.TODO not in statuses
+        and Assignment.Status.DRAFT not in statuses
+        and statuses.count(Assignment.Status.SUBMITTED) >= needed
+    )
 
 
 OPEN_STATES = {DimensionState.OPEN, DimensionState.WAITING, DimensionState.RELABELING}
@@ -127,30 +139,21 @@ def items_resolution_update(*, study: Study, item_ids: list[int]) -> None:
         .filter(study=study, pk__in=item_ids)
         .order_by("pk")
     )
-    counts = {
-        row["item_id"]: row
-        for row in Assignment.objects.filter(item__in=items)
-        .values("item_id")
-        .annotate(
-            submitted=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
-            unfinished=Count(
-                "id", filter=Q(status__in=[Assignment.Status.TODO, Assignment.Status.DRAFT])
-            ),
-        )
-        .order_by()
-    }
+    assignments: dict[int, list[tuple]] = defaultdict(list)
+    for row in item_assignment_rows(item_ids=[item.id for item in items]):
+        assignments[row[0]].append(row)
     ready = [
         item
         for item in items
-        if item.id in counts
-        and not counts[item.id]["unfinished"]
-        and counts[item.id]["submitted"] >= item.annotators_needed
+        if _complete(assignments.get(item.id, []), needed=item.annotators_needed)
     ]
     if not ready:
         return
     ready_ids = [item.id for item in ready]
     dimensions = study_dimensions(study=study)
-    labels, relabels, tiebroken = item_labels_read(item_ids=ready_ids)
+    labels, relabels, tiebroken = item_labels_read(
+        item_ids=ready_ids, assignments=[row for i in ready_ids for row in assignments[i]]
+    )
     gold = item_gold(item_ids=ready_ids)
     majority = items_majority_decides(study=study, item_ids=ready_ids, tiebroken=tiebroken)
     by_status: dict[str, list[int]] = {}
