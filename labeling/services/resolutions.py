@@ -89,7 +89,8 @@ def item_resolution_update(*, item: StudyItem) -> StudyItem:
     # Read in a statement of their own, after the lock: under READ COMMITTED a statement that
     # waited for the lock still reads with the snapshot it started with, so assignments read
     # beside the lock would miss the submission it waited for, and two last submissions at once
-    # would both leave the item open. They are counted here, and read the labels with.
+    # would both leave the item open. They give the counts here and, once the item is complete,
+    # the labels' relabels and tie-breakers.
     assignments = item_assignment_rows(item_ids=[item.pk])
     if not _complete(assignments, needed=item.annotators_needed):
         return item
