@@ -75,6 +75,17 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     return result
 
 
+@pytest.fixture(autouse=True)
+def _cache_emptied() -> None:
+    """Every test starts with an empty cache. Its entries are named by ids, and on SQLite a
+    test's rolled-back rows hand their ids to the next test's: a study's cached state of its
+    texts (machines.similar_panel) was then another test's study's, and the page showed that
+    study's similar issues."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def inline_tasks() -> Iterator[None]:
     """Celery tasks run inline, as in the embedded default (forced, so that a test means the
