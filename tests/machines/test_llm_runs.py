@@ -89,7 +89,10 @@ def test_a_rerun_pays_nothing(study, endpoint):
     assert labels(other) == labels(first)
 
 
-def test_rate_limits_server_errors_and_timeouts_are_retried(study, endpoint):
+def test_rate_limits_server_errors_and_timeouts_are_retried(study, endpoint, settings):
+    # The client gives up after 2 s on the answer the stand-in holds for 4 s.
+    settings.MACHINES_REQUEST_TIMEOUT = 2.0
+    endpoint.timeout_seconds = 4.0
     endpoint.fail_next("429", times=2)
     endpoint.fail_next("500", times=2)
     endpoint.fail_next("timeout")
