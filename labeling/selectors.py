@@ -3,7 +3,7 @@ labeling.access."""
 
 import copy
 import functools
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -13,7 +13,15 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 from corpus.models import Issue, IssueComment, LinkedFix
 from corpus.selectors import issue_text_fields_of, issue_thread
 from labeling.access import study_list_visible_to
-from labeling.models import Annotation, Assignment, Resolution, Study, StudyEvent, StudyItem
+from labeling.models import (
+    Annotation,
+    Assignment,
+    Resolution,
+    Round,
+    Study,
+    StudyEvent,
+    StudyItem,
+)
 from taxonomy.models import Category, Dimension
 from taxonomy.selectors import dimensions_of_version
 
@@ -80,22 +88,60 @@ def assignment_held_next(
     item first), or None; none of the rounds `held_back` by the pilot gate. Reads only: opening
     the next item by a link must not claim one."""
     rounds = sorted(held_back)
-    ranged = connection.vendor == "postgresql"  # the status as a range: see _held_next_sql
+    found = Assignment.objects.raw(
+        _held_next_sql(len(rounds), ranged=_ranged(), gated=False),
+        _held_next_params(study, user, rounds),
+    )
+    return _draft_or_todo(found)
+
+
+@dataclass(frozen=True)
+class HeldNext:
+    assignment: Assignment | None
+    # A main round of the study may wait for its pilot (labeling.pilot_gate): `assignment` is
+    # None, and the caller asks the gate which rounds to hold back.
+    gate_may_wait: bool
+
+
+def assignment_held_next_ungated(*, study: Study, user: AbstractBaseUser) -> HeldNext:
+    """assignment_held_next, when no round of the study waits for its pilot, in the statement
+    that checks that none does: one statement at every submit where the rounds' read made two.
+    A round may wait when it is a main round not yet open after a pilot round with a target
+    (labeling.pilot_gate); then nothing else is read, and `gate_may_wait` says so."""
+    params = [study.pk, Round.Kind.MAIN, Round.Kind.PILOT]
+    params += _held_next_params(study, user, [])
+    found = list(Assignment.objects.raw(_held_next_sql(0, ranged=_ranged(), gated=True), params))
+    if any(row.gate_may_wait for row in found):
+        return HeldNext(assignment=None, gate_may_wait=True)
+    return HeldNext(
+        assignment=_draft_or_todo(row for row in found if row.pk is not None),
+        gate_may_wait=False,
+    )
+
+
+def _ranged() -> bool:
+    return connection.vendor == "postgresql"  # the status as a range: see _held_next_sql
+
+
+def _held_next_params(study: Study, user: AbstractBaseUser, rounds: list[int]) -> list:
     params: list = []
     for status in (Assignment.Status.DRAFT, Assignment.Status.TODO):
         params += [user.pk, study.pk, study.pk, StudyItem.Status.OPEN]
         params += [StudyItem.Status.IN_RESOLUTION, *rounds]
-        params += [status, status] if ranged else [status]
-    found = Assignment.objects.raw(_held_next_sql(len(rounds), ranged=ranged), params)
+        params += [status, status] if _ranged() else [status]
+    return params
+
+
+def _draft_or_todo(found: Iterable[Assignment]) -> Assignment | None:
     held = {assignment.status: assignment for assignment in found}
     return held.get(Assignment.Status.DRAFT) or held.get(Assignment.Status.TODO)
 
 
 @functools.cache
-def _held_next_sql(held_back: int, *, ranged: bool) -> str:
-    """The statement of assignment_held_next, for a number of rounds held back. Written as SQL:
-    it runs after every submit, and the ORM took ten times longer to build it (1.7 ms) than
-    SQLite to run it.
+def _held_next_sql(held_back: int, *, ranged: bool, gated: bool) -> str:
+    """The statement of assignment_held_next, for a number of rounds held back; `gated`, that
+    of assignment_held_next_ungated. Written as SQL: it runs after every submit, and the ORM
+    took ten times longer to build it (1.7 ms) than SQLite to run it.
 
     The first draft and the first to-do are two subqueries of one statement, each a walk of the
     index (annotator, status, item) from the study's first item: every item of the study has an
@@ -106,7 +152,11 @@ def _held_next_sql(held_back: int, *, ranged: bool) -> str:
     of the ordering, and PostgreSQL walked the item index instead, filtering every assignment
     of the study's items up to the annotator's first to-do (all of them once none was left:
     8 ms at 20k items). SQLite keeps the equality, which lets it start the walk at the study's
-    first item."""
+    first item.
+
+    The gate's check is labeling.pilot_gate's rule (_gated, _has_target) in SQL: a main round
+    not yet open after a pilot round with a target κ, its own or a dimension's. An empty
+    `dimension_targets` is stored as '{}' by both databases."""
     assignment, item = Assignment._meta.db_table, StudyItem._meta.db_table
     not_held = f" AND i.round_id NOT IN ({', '.join(['%s'] * held_back)})" if held_back else ""
     status = "a.status BETWEEN %s AND %s" if ranged else "a.status = %s"
@@ -117,7 +167,21 @@ def _held_next_sql(held_back: int, *, ranged: bool) -> str:
         AND i.status IN (%s, %s){not_held} AND {status}
         ORDER BY a.status, a.item_id LIMIT 1
     )"""  # noqa: S608 (table names and placeholders only)
-    return f"SELECT * FROM {assignment} WHERE id = {first} OR id = {first}"  # noqa: S608 (the same)
+    if not gated:
+        return f"SELECT * FROM {assignment} WHERE id = {first} OR id = {first}"  # noqa: S608 (the same)
+    rounds = Round._meta.db_table
+    waits = f"""EXISTS (
+        SELECT 1 FROM {rounds} m
+        WHERE m.study_id = %s AND m.kind = %s AND m.gate_opened_at IS NULL AND EXISTS (
+            SELECT 1 FROM {rounds} p
+            WHERE p.study_id = m.study_id AND p.kind = %s AND p.position < m.position
+            AND (p.target_kappa IS NOT NULL OR p.dimension_targets <> '{{}}')
+        )
+    )"""  # noqa: S608 (the same)
+    return (
+        f"SELECT g.gate_may_wait, n.* FROM (SELECT {waits} AS gate_may_wait) g "  # noqa: S608
+        f"LEFT JOIN {assignment} n ON NOT g.gate_may_wait AND (n.id = {first} OR n.id = {first})"
+    )
 
 
 def queue_progress(*, study: Study, user: AbstractBaseUser) -> QueueProgress:

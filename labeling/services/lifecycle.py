@@ -42,16 +42,23 @@ def study_event_record(
     )
 
 
-def study_check_open(*, study_id: int) -> None:
+def study_check_open(*, study_id: int, status_read: str | None = None) -> None:
     """Refuse a write to a closed study (StudyClosedError). Must run inside the write's
     transaction: the row's KEY SHARE lock keeps the study from closing until the write commits
-    (it does not wait for other writes, which take the same lock)."""
-    # SQLite has no row locks: a write transaction there holds the whole database already.
-    lock = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT status FROM labeling_study WHERE id = %s{lock}", [study_id])  # noqa: S608
-        row = cursor.fetchone()
-    if row is not None and row[0] == Study.Status.CLOSED:
+    (it does not wait for other writes, which take the same lock).
+
+    `status_read`: the study's status as the caller read it earlier in this transaction.
+    SQLite has no row locks, and its transactions are serializable: that status is still
+    current there and is not read again."""
+    postgresql = connection.vendor == "postgresql"
+    status = status_read if status_read is not None and not postgresql else None
+    if status is None:
+        lock = " FOR KEY SHARE" if postgresql else ""
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT status FROM labeling_study WHERE id = %s{lock}", [study_id])  # noqa: S608
+            row = cursor.fetchone()
+        status = row[0] if row is not None else None
+    if status == Study.Status.CLOSED:
         raise StudyClosedError(
             "This study is closed: its labels, resolutions, codebook and assignments no longer "
             "change. A manager can reopen it.",

@@ -14,7 +14,7 @@ from corpus.models import Issue
 from labeling.assignment import least_loaded_assignment
 from labeling.models import Assignment, Membership, Round, Study, StudyItem
 from labeling.sampling import Candidate, overlap_references
-from labeling.selectors import assignment_held_next
+from labeling.selectors import assignment_held_next, assignment_held_next_ungated
 from labeling.services.holders import items_holders_recount
 from labeling.services.lifecycle import study_check_open
 from labeling.services.pilot_gate import study_rounds_held_back
@@ -351,8 +351,11 @@ def item_next_for_annotator(*, study: Study, user: AbstractBaseUser) -> Assignme
     """
     if study.status != Study.Status.ACTIVE:
         return None  # a closed study gives out nothing, not even what one holds
-    held_back = study_rounds_held_back(study=study)
-    own = assignment_held_next(study=study, user=user, held_back=held_back)
+    held_next = assignment_held_next_ungated(study=study, user=user)
+    own, held_back = held_next.assignment, set()
+    if held_next.gate_may_wait:
+        held_back = study_rounds_held_back(study=study)
+        own = assignment_held_next(study=study, user=user, held_back=held_back)
     if own is not None:
         return own
     return item_claim_for_annotator(study=study, user=user, held_back=held_back)

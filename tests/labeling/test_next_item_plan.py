@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from corpus.models import Issue, Repository
 from labeling.models import Assignment, StudyItem
-from labeling.selectors import assignment_held_next
+from labeling.selectors import assignment_held_next, assignment_held_next_ungated
 from labeling.services.holders import items_holders_recount
 from labeling.services.studies import item_claim_for_annotator, study_create, study_member_add
 from tests.conftest import require_postgres
@@ -80,11 +80,24 @@ def study_far_along(db, codebook_version, make_user):
     return study, first, items
 
 
-def _plan_of_next(study, user) -> tuple[Assignment | None, int]:
+def _held_next_checking_the_gate(study, user) -> Assignment | None:
+    held_next = assignment_held_next_ungated(study=study, user=user)
+    assert not held_next.gate_may_wait  # the study has one main round
+    return held_next.assignment
+
+
+# The statement alone, and with the pilot gate's check (what a submit runs).
+NEXT_READS = [
+    pytest.param(assignment_held_next, id="held-next"),
+    pytest.param(_held_next_checking_the_gate, id="with-the-gate-check"),
+]
+
+
+def _plan_of_next(study, user, read=assignment_held_next) -> tuple[Assignment | None, int]:
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE labeling_assignment, labeling_studyitem")
+        cursor.execute("ANALYZE labeling_assignment, labeling_studyitem, labeling_round")
     with CaptureQueriesContext(connection) as captured:
-        held = assignment_held_next(study=study, user=user)
+        held = read(study=study, user=user)
     assert len(captured) == 1
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + captured[0]["sql"])
@@ -93,27 +106,30 @@ def _plan_of_next(study, user) -> tuple[Assignment | None, int]:
     return held, _rows_read(plan[0]["Plan"])
 
 
-def test_the_next_to_do_is_found_without_walking_the_items_before_it(study_far_along):
+@pytest.mark.parametrize("read", NEXT_READS)
+def test_the_next_to_do_is_found_without_walking_the_items_before_it(study_far_along, read):
     study, first, items = study_far_along
-    held, rows = _plan_of_next(study, first)
+    held, rows = _plan_of_next(study, first, read)
     assert held is not None and held.item_id == items[ITEMS - 3]
     assert rows < 50, f"{rows} rows read to find the next item of {ITEMS}"
 
 
-def test_nothing_left_is_found_without_walking_the_study(study_far_along):
+@pytest.mark.parametrize("read", NEXT_READS)
+def test_nothing_left_is_found_without_walking_the_study(study_far_along, read):
     study, first, _ = study_far_along
     Assignment.objects.filter(annotator=first).update(status=Assignment.Status.SUBMITTED)
-    held, rows = _plan_of_next(study, first)
+    held, rows = _plan_of_next(study, first, read)
     assert held is None
     assert rows < 50, f"{rows} rows read to find that none of {ITEMS} items is left"
 
 
-def test_a_draft_comes_before_an_earlier_to_do(study_far_along):
+@pytest.mark.parametrize("read", NEXT_READS)
+def test_a_draft_comes_before_an_earlier_to_do(study_far_along, read):
     study, first, items = study_far_along
     Assignment.objects.filter(annotator=first, item_id=items[-1]).update(
         status=Assignment.Status.DRAFT
     )
-    held, rows = _plan_of_next(study, first)
+    held, rows = _plan_of_next(study, first, read)
     assert (held.item_id, held.status) == (items[-1], Assignment.Status.DRAFT)
     assert rows < 50
 

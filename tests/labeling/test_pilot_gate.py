@@ -8,7 +8,11 @@ from common.exceptions import ApplicationError, PermissionDeniedError
 from labeling.assignment import RoundGate, rounds_held_back
 from labeling.models import Assignment, Round, StudyEvent
 from labeling.pilot_gate import study_gate_states, study_round_ids_held_back
-from labeling.selectors import queue_for_annotator
+from labeling.selectors import (
+    assignment_held_next,
+    assignment_held_next_ungated,
+    queue_for_annotator,
+)
 from labeling.services.pilot_gate import round_gate_open, round_targets_set
 from labeling.services.studies import (
     item_next_for_annotator,
@@ -65,6 +69,41 @@ def pilot(study):
 
 def main(study):
     return study.rounds.get(name="Main")
+
+
+def test_the_next_items_statement_knows_when_a_round_may_wait(piloted, people):
+    """The statement that finds an annotator's next item checks the gate's rule in SQL: it
+    says a round may wait exactly when a main round not yet open follows a pilot with a
+    target, and otherwise finds what assignment_held_next finds."""
+    annotator = people["annotator1"]
+    item_next_for_annotator(study=piloted, user=annotator)  # holds a pilot item
+
+    def rounds_set(name: str, **fields) -> None:
+        Round.objects.filter(study=piloted, name=name).update(**fields)
+
+    def may_wait() -> bool:
+        held_next = assignment_held_next_ungated(study=piloted, user=annotator)
+        if held_next.gate_may_wait:
+            assert held_next.assignment is None
+        else:
+            assert held_next.assignment == assignment_held_next(study=piloted, user=annotator)
+            assert held_next.assignment is not None
+        assert held_next.gate_may_wait == bool(study_round_ids_held_back(study=piloted))
+        return held_next.gate_may_wait
+
+    assert not may_wait()  # the pilot has no target
+    rounds_set("Pilot", target_kappa=0.6)
+    assert may_wait()
+    rounds_set("Pilot", target_kappa=None, dimension_targets={"screening": 0.7})
+    assert may_wait()  # a dimension's target alone gates the main round too
+    rounds_set("Pilot", dimension_targets={})
+    assert not may_wait()
+    rounds_set("Pilot", target_kappa=0.6)
+    rounds_set("Pilot", position=7)  # after the main round: it gates nothing before it
+    assert not may_wait()
+    rounds_set("Pilot", position=0)
+    round_gate_open(round=main(piloted), user=people["manager"], reason="deadline")
+    assert not may_wait()
 
 
 def test_targets_are_for_managers_and_required_dimensions(piloted, people):

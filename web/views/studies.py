@@ -39,6 +39,7 @@ from labeling.rereview import assignment_has_recheck
 from labeling.selectors import (
     QUEUE_FILTERS,
     assignment_held_next,
+    assignment_held_next_ungated,
     labeling_page,
     queue_for_annotator,
     queue_progress,
@@ -178,9 +179,11 @@ def next_item(request: HttpRequest, slug: str) -> HttpResponse:
         return redirect("study_overview", slug=study.slug)
     if request.method == "POST":
         return _open_next(request, study)
-    held = assignment_held_next(
-        study=study, user=request.user, held_back=study_round_ids_held_back(study=study)
-    )
+    held_next = assignment_held_next_ungated(study=study, user=request.user)
+    held = held_next.assignment
+    if held_next.gate_may_wait:
+        held_back = study_round_ids_held_back(study=study)
+        held = assignment_held_next(study=study, user=request.user, held_back=held_back)
     if held is not None:
         return redirect("label_item", slug=study.slug, item_id=held.item_id)
     context = {"study": study, "oversees": study_can_see_agreement(roles=roles)}
