@@ -75,11 +75,12 @@ SUBMIT_FORM = {
 }  # fmt: skip
 
 
-def form_submitted(client, url: str):
-    """The labeling form's submit posted as a browser posts it, in the form's own encoding
-    (application/x-www-form-urlencoded); only the page's background draft saves send multipart
-    form data, which Django's test client sends by default and takes longer to parse."""
-    body = urllib.parse.urlencode(SUBMIT_FORM, doseq=True)
+def form_submitted(client, url: str, *, action: str = "submit"):
+    """The labeling form's submit (or, with `action`, its draft) posted as a browser posts it,
+    in the form's own encoding (application/x-www-form-urlencoded); only the page's background
+    draft saves send multipart form data, which Django's test client sends by default and takes
+    longer to parse."""
+    body = urllib.parse.urlencode({**SUBMIT_FORM, "action": action}, doseq=True)
     return client.post(url, body, content_type="application/x-www-form-urlencoded")
 
 

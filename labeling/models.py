@@ -204,7 +204,7 @@ class Assignment(models.Model):
     seconds_spent = models.PositiveIntegerField(default=0)
     # Bumped on every save, so that two tabs cannot overwrite each other silently. Every write
     # of labels raises it (a save, an import, a machine's seat), so an assignment still at 0
-    # has none, and its first save does not look for them.
+    # has none, and neither its page nor its first save looks for them.
     version = models.PositiveIntegerField(default=0)
     # The codebook version the labels were submitted under (set on each submit). Moving the
     # study to a new version migrates the labels but keeps this, so that agreement can be

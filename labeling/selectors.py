@@ -222,9 +222,12 @@ def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
 
 
 def assignment_annotations(*, assignment: Assignment) -> dict[int, Annotation]:
-    """The assignment's annotations by dimension id, each with its categories (two queries).
-    Unordered: read by dimension, and the models' default orderings would join the study and
-    the codebook only to sort them."""
+    """The assignment's annotations by dimension id, each with its categories (two queries;
+    none for an assignment never saved, which has none: Assignment.version). Unordered: read
+    by dimension, and the models' default orderings would join the study and the codebook only
+    to sort them."""
+    if not assignment.version:
+        return {}
     return {
         a.dimension_id: a
         for a in Annotation.objects.filter(assignment=assignment)
