@@ -76,6 +76,24 @@ class IssueImportReport:
         self.errors.extend(other.errors)
 
 
+@dataclass
+class RepositoryRows:
+    """The rows of the repositories that an import has met, by (owner, name), so that each is
+    looked up once (`issues_store`'s `repositories`)."""
+
+    ids: dict[tuple[str, str], int] = field(default_factory=dict)
+    # The names met with GitHub's id of their repository. A name met without it is looked up
+    # again when a record gives it: the id decides which row the name is (`_repository_for_record`).
+    identified: set[tuple[str, str]] = field(default_factory=set)
+
+    def copy(self) -> "RepositoryRows":
+        return RepositoryRows(dict(self.ids), set(self.identified))
+
+    def forget(self) -> None:
+        self.ids.clear()
+        self.identified.clear()
+
+
 def import_workers() -> int:
     """How many processes should render an import (`issues_import`'s `workers`): the cores this
     process may use, up to MAX_IMPORT_WORKERS; one (this process alone) where it may not start
@@ -131,9 +149,11 @@ def issues_import(
     issue of the file. Without `render`, all texts wait for `issue_texts_render`.
     """
     report = IssueImportReport()
+    # Each repository is looked up once for the whole file rather than once a batch.
+    repositories = RepositoryRows()
     if not render:
         for batch in _batches(objects, report):
-            report.add_stored(issues_store(records=batch, render=False))
+            report.add_stored(issues_store(records=batch, render=False, repositories=repositories))
             if on_batch is not None:
                 on_batch(report, [record for _, record in batch])
         report.errors.sort()
@@ -148,7 +168,7 @@ def issues_import(
                 # Not for a file of less than one batch, which renders faster than processes
                 # start.
                 pool = ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context())
-            ahead.append(_RenderingBatch.start(batch, pool))
+            ahead.append(_RenderingBatch.start(batch, pool, repositories))
             if len(ahead) > (workers if pool is not None else 0):
                 ahead.popleft().store(report=report, on_batch=on_batch)
         while ahead:
@@ -168,12 +188,16 @@ class _RenderingBatch:
     batch: list[tuple[int, IssueRecord]]
     keys: list[tuple[str, str, int]]
     rendered: Callable[[], list[RenderedThread]]
+    repositories: RepositoryRows
 
     @classmethod
     def start(
-        cls, batch: list[tuple[int, IssueRecord]], pool: ProcessPoolExecutor | None
+        cls,
+        batch: list[tuple[int, IssueRecord]],
+        pool: ProcessPoolExecutor | None,
+        repositories: RepositoryRows,
     ) -> "_RenderingBatch":
-        new = _issues_new([record for _, record in batch])
+        new = _issues_new([record for _, record in batch], repositories)
         threads = [
             (record.title, record.body, [comment.body for comment in _thread(record)])
             for record in new
@@ -182,7 +206,7 @@ class _RenderingBatch:
             rendered = partial(issue_threads_render, threads)
         else:
             rendered = pool.submit(issue_threads_render, threads).result
-        return cls(batch, [_issue_key(record) for record in new], rendered)
+        return cls(batch, [_issue_key(record) for record in new], rendered, repositories)
 
     def store(
         self,
@@ -191,27 +215,38 @@ class _RenderingBatch:
         on_batch: Callable[[IssueImportReport, list[IssueRecord]], None] | None,
     ) -> None:
         threads = dict(zip(self.keys, self.rendered(), strict=True))
-        report.add_stored(issues_store(records=self.batch, render=False, rendered=threads))
+        report.add_stored(
+            issues_store(
+                records=self.batch,
+                render=False,
+                rendered=threads,
+                repositories=self.repositories,
+            )
+        )
         if on_batch is not None:
             on_batch(report, [record for _, record in self.batch])
 
 
-def _issues_new(records: list[IssueRecord]) -> list[IssueRecord]:
+def _issues_new(records: list[IssueRecord], repositories: RepositoryRows) -> list[IssueRecord]:
     """The records whose issues the corpus does not hold, as far as reading it now tells: the
-    store decides again in its transaction, and a wrong guess costs only a render."""
+    store decides again in its transaction, and a wrong guess costs only a render.
+    `repositories` are the rows that earlier batches looked up."""
     by_repository: dict[tuple[str, str], list[IssueRecord]] = defaultdict(list)
     for record in records:
         by_repository[record.repository_key].append(record)
     new: list[IssueRecord] = []
     for (owner, name), group in by_repository.items():
-        repository = repository_by_name(owner=owner, name=name)
+        repository_id = repositories.ids.get((owner, name))
+        if repository_id is None:
+            repository = repository_by_name(owner=owner, name=name)
+            repository_id = None if repository is None else repository.id
         stored = set()
-        if repository is not None:
+        if repository_id is not None:
             numbers = [record.number for record in group]
             stored = {
                 number
                 for (number,) in _integers_where(
-                    Issue, ["number"], repository_id=[repository.id], number=numbers
+                    Issue, ["number"], repository_id=[repository_id], number=numbers
                 )
             }
         new.extend(record for record in group if record.number not in stored)
@@ -234,6 +269,7 @@ def issues_store(
     replace_threads: bool = False,
     render: bool = True,
     rendered: Mapping[tuple[str, str, int], RenderedThread] | None = None,
+    repositories: RepositoryRows | None = None,
 ) -> IssueImportReport:
     """The one way issues enter the corpus: upsert a batch of records (distinct issues) with
     their comments and linked fixes, in one transaction, then render their Markdown and facets
@@ -251,10 +287,19 @@ def issues_store(
     body and comments in thread order) by (owner, name, number): an issue that the batch adds to
     the corpus is stored rendered with them, and an issue that loses comments to it is marked
     for rendering again. Issues stored before are rendered from the corpus, as without it.
+
+    `repositories` carries the repositories' rows from one call to the next of the same import,
+    which then looks each repository up once: the batch's are added.
     """
     placed = [entry if isinstance(entry, tuple) else (entry.number, entry) for entry in records]
     report = IssueImportReport(read=len(placed))
-    _store_lines(placed, {}, report, replace_threads=replace_threads, rendered=rendered)
+    _store_lines(
+        placed,
+        RepositoryRows() if repositories is None else repositories,
+        report,
+        replace_threads=replace_threads,
+        rendered=rendered,
+    )
     if render and report.written_issue_ids:
         written = list(report.written_issue_ids)
         transaction.on_commit(lambda: issue_texts_render(issue_ids=written))
@@ -301,7 +346,7 @@ def _batches(
 
 def _store_lines(
     batch: list[tuple[int, IssueRecord]],
-    repositories: dict[tuple[str, str], int],
+    repositories: RepositoryRows,
     report: IssueImportReport,
     *,
     replace_threads: bool,
@@ -323,6 +368,9 @@ def _store_lines(
         logger.warning(
             "a batch of %d issues was refused (%s); storing one by one", len(batch), error
         )
+        # Perhaps for a repository whose row is gone since it was looked up (merged by a sync
+        # meanwhile): each is looked up again.
+        repositories.forget()
     for line_number, record in batch:
         try:
             _store_committed(
@@ -337,7 +385,7 @@ def _store_lines(
 
 def _store_committed(
     records: list[IssueRecord],
-    repositories: dict[tuple[str, str], int],
+    repositories: RepositoryRows,
     report: IssueImportReport,
     *,
     replace_threads: bool,
@@ -346,9 +394,9 @@ def _store_committed(
     """`_store_batch`, counting and caching repository ids only once its transaction is over: a
     rolled-back batch must not leave the ids of repositories it created (and undid) behind."""
     stored = IssueImportReport()
-    known = dict(repositories)
+    known = repositories.copy()
     _store_batch(records, known, stored, replace_threads=replace_threads, rendered=rendered)
-    repositories.update(known)
+    repositories.ids, repositories.identified = known.ids, known.identified
     report.add_stored(stored)
 
 
@@ -365,29 +413,34 @@ def _merge(first: IssueRecord, second: IssueRecord) -> IssueRecord:
 
 
 def _repository_ids(
-    records: list[IssueRecord], known: dict[tuple[str, str], int]
+    records: list[IssueRecord], known: RepositoryRows
 ) -> dict[tuple[str, str], int]:
     """(owner, name) of the records -> the id of their repository's row (`repository_for_record`);
     `known` keeps them across batches."""
     github_ids: dict[tuple[str, str], int | None] = {}
     for record in records:
-        if record.repository_key not in known and github_ids.get(record.repository_key) is None:
-            github_ids[record.repository_key] = record.repository_github_id
+        key = record.repository_key
+        if key in known.ids and (record.repository_github_id is None or key in known.identified):
+            continue
+        if github_ids.get(key) is None:
+            github_ids[key] = record.repository_github_id
     for (owner, name), github_id in github_ids.items():
         repository, merged_away = _repository_for_record(
             owner=owner, name=name, github_id=github_id
         )
-        for key, repository_id in list(known.items()):
+        for key, repository_id in list(known.ids.items()):
             if repository_id == merged_away:
-                known[key] = repository.id
-        known[(owner, name)] = repository.id
-    return known
+                known.ids[key] = repository.id
+        known.ids[(owner, name)] = repository.id
+        if github_id is not None:
+            known.identified.add((owner, name))
+    return known.ids
 
 
 @transaction.atomic
 def _store_batch(
     records: list[IssueRecord],
-    repositories: dict[tuple[str, str], int],
+    repositories: RepositoryRows,
     report: IssueImportReport,
     *,
     replace_threads: bool = False,

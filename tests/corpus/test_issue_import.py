@@ -231,3 +231,30 @@ def test_an_issue_that_loses_a_comment_to_a_later_line_is_rendered_again(db, tmp
     assert "KeyError" not in earlier.facets["exceptions"]
     assert later.facets["exceptions"][-1:] == ["KeyError"]
     assert IssueComment.objects.get(github_id=moved["id"]).issue == later
+
+
+def test_an_import_looks_each_repository_up_once_and_a_later_id_still_counts(db, monkeypatch):
+    # Batches of 2, of one repository: the first names it without GitHub's id of the repository,
+    # a later one with it. The row is looked up for the first batch and for the id, not again.
+    monkeypatch.setattr(services, "BATCH_SIZE", 2)
+    records = [json.loads(json.dumps(record)) for record in sample_records()[:8]]
+    for number, record in enumerate(records, start=1):
+        record["repository_url"] = "https://api.github.com/repos/microsoft/DeepSpeed"
+        record["repository"] = "microsoft/DeepSpeed"
+        record["number"] = number
+        del record["repository_id"]
+    records[5]["repository_id"] = 235860204
+    lookups = []
+    looked_up = services._repository_for_record
+
+    def counted(**kwargs):
+        lookups.append(kwargs)
+        return looked_up(**kwargs)
+
+    monkeypatch.setattr(services, "_repository_for_record", counted)
+    report = services.issues_import(objects=enumerate(records, start=1), workers=1)
+    assert report.created == 8
+    assert [lookup["github_id"] for lookup in lookups] == [None, 235860204]
+    repository = Repository.objects.get()
+    assert repository.github_id == 235860204
+    assert Issue.objects.filter(repository=repository).count() == 8
