@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import CharField, Count, Prefetch, Q, QuerySet, Value
 
 from labeling.access import item_blind_annotators
 from labeling.models import (
@@ -45,6 +45,7 @@ class ItemLabelsRead(NamedTuple):
     labels: ItemLabels
     relabels: dict[int, Relabel]
     tiebroken: set[int]  # the items with a tie-breaker's submitted labels
+    gold: dict[int, dict[str, frozenset[str]]]  # as `item_gold` gives it
 
 
 def item_assignment_rows(*, item_ids: list[int]) -> list[tuple]:
@@ -56,13 +57,15 @@ def item_assignment_rows(*, item_ids: list[int]) -> list[tuple]:
 def item_labels_read(
     *, item_ids: list[int], assignments: list[tuple] | None = None
 ) -> ItemLabelsRead:
-    """`item_labels`, `item_relabels` and the items a tie-breaker settled (as
-    `items_majority_decides` reads them), in the two queries of the first; one, when the
-    caller read the items' `item_assignment_rows` already."""
+    """`item_labels`, `item_relabels`, the items a tie-breaker settled (as
+    `items_majority_decides` reads them) and `item_gold`, in two queries; one, when the caller
+    read the items' `item_assignment_rows` already. The labels and the gold labels come in one
+    statement: whoever needs one of an item's outcomes needs both."""
     labels: dict[int, dict[str, dict[str, set[str]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(set))
     )
-    rows = (
+    gold: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    submitted = (
         Annotation.objects.filter(
             assignment__item_id__in=item_ids,
             assignment__status=Assignment.Status.SUBMITTED,
@@ -75,8 +78,19 @@ def item_labels_read(
         )
         .order_by()
     )
-    for item_id, username, dimension_key, category_key in rows:
-        keys = labels[item_id][username][dimension_key]
+    # A gold label's row has no annotator: NULL in the username's column tells the two apart
+    # (a label's always has one, a user's username being required).
+    decided = (
+        Resolution.objects.filter(item_id__in=item_ids)
+        .annotate(no_annotator=Value(None, output_field=CharField()))
+        .values_list("item_id", "no_annotator", "dimension__key", "categories__key")
+        .order_by()
+    )
+    for item_id, username, dimension_key, category_key in submitted.union(decided, all=True):
+        if username is None:
+            keys = gold[item_id][dimension_key]
+        else:
+            keys = labels[item_id][username][dimension_key]
         if category_key is not None:
             keys.add(category_key)
     if assignments is None:
@@ -95,7 +109,15 @@ def item_labels_read(
         }
         for item_id, by_annotator in labels.items()
     }
-    return ItemLabelsRead(read, _relabels_from(assignments), tiebroken)
+    return ItemLabelsRead(
+        read,
+        _relabels_from(assignments),
+        tiebroken,
+        {
+            item_id: {key: frozenset(keys) for key, keys in by_dimension.items()}
+            for item_id, by_dimension in gold.items()
+        },
+    )
 
 
 def item_gold(*, item_ids: list[int]) -> dict[int, dict[str, frozenset[str]]]:
@@ -198,7 +220,7 @@ def item_outcomes_for(
     return item_outcomes(
         dimensions=dimensions,
         labels=read.labels.get(item.id, {}),
-        gold=item_gold(item_ids=[item.id]).get(item.id, {}),
+        gold=read.gold.get(item.id, {}),
         majority_decides=bool(majority),
         relabel=read.relabels.get(item.id, Relabel()),
         needed=item.annotators_needed,
@@ -287,8 +309,7 @@ def _disagreements(study: Study) -> list[Disagreement]:
         .order_by("id")
     )
     item_ids = [item.id for item in items]
-    labels, relabels, tiebroken = item_labels_read(item_ids=item_ids)
-    gold = item_gold(item_ids=item_ids)
+    labels, relabels, tiebroken, gold = item_labels_read(item_ids=item_ids)
     majority = items_majority_decides(study=study, item_ids=item_ids, tiebroken=tiebroken)
     dimensions = study_dimensions(study=study)
     rows = []

@@ -249,10 +249,14 @@ def _assignment_apply(
     fields.append("skip_reason")
     assignment.version += 1
     assignment.save(update_fields=fields)
-    if submit and assignment.item.changed_upstream_at is not None:
+    if not submit:
+        return
+    resubmitted = assignment.item.changed_upstream_at is not None
+    if resubmitted:
         item_upstream_resubmitted(assignment=assignment)
-    if submit:
-        item_resolution_update(item=assignment.item)
+    # The item was read with the assignment, in this transaction, and changed since only if
+    # it was resubmitted after an upstream change.
+    item_resolution_update(item=assignment.item, read_in_transaction=not resubmitted)
 
 
 def _in_scope(

@@ -16,7 +16,7 @@ waits for them as for a tie-breaker, and their labels are then resolved as usual
 from collections import defaultdict
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 
 from common.bulk import bulk_insert
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
@@ -28,7 +28,6 @@ from labeling.access import (
 )
 from labeling.disagreements import (
     item_assignment_rows,
-    item_gold,
     item_labels_read,
     item_outcomes_for,
     item_relabels,
@@ -72,7 +71,7 @@ AUTOMATIC_NOTES = {
 # No savepoint of its own: its callers' transactions roll back whole on an error (a submit's
 # has its savepoint), and a savepoint's two statements were a tenth of a submit's queries.
 @transaction.atomic(savepoint=False)
-def item_resolution_update(*, item: StudyItem) -> StudyItem:
+def item_resolution_update(*, item: StudyItem, read_in_transaction: bool = False) -> StudyItem:
     """Bring an item's resolution up to date with its submitted labels and decisions.
 
     Nothing happens while an assignment is still to do or a draft, or fewer annotators than the
@@ -80,12 +79,18 @@ def item_resolution_update(*, item: StudyItem) -> StudyItem:
     and majority outcomes are recorded, and the item is resolved when every dimension that
     applies has its gold label, else it is in resolution. Locks the item row, so that two
     annotators submitting at once cannot both miss each other's submission.
+
+    `read_in_transaction`: the caller read `item`, with its study and the study's codebook
+    version, earlier in this transaction and has not changed it since. SQLite has no row locks,
+    and its transactions are serializable: that item is still current there and is not read
+    again. PostgreSQL reads it again, with the lock.
     """
-    item = (
-        StudyItem.objects.select_for_update(of=("self",))
-        .select_related("study__codebook_version")
-        .get(pk=item.pk)
-    )
+    if not read_in_transaction or connection.vendor == "postgresql":
+        item = (
+            StudyItem.objects.select_for_update(of=("self",))
+            .select_related("study__codebook_version")
+            .get(pk=item.pk)
+        )
     # Read in a statement of their own, after the lock: under READ COMMITTED a statement that
     # waited for the lock still reads with the snapshot it started with, so assignments read
     # beside the lock would miss the submission it waited for, and two last submissions at once
@@ -152,10 +157,9 @@ def items_resolution_update(*, study: Study, item_ids: list[int]) -> None:
         return
     ready_ids = [item.id for item in ready]
     dimensions = study_dimensions(study=study)
-    labels, relabels, tiebroken = item_labels_read(
+    labels, relabels, tiebroken, gold = item_labels_read(
         item_ids=ready_ids, assignments=[row for i in ready_ids for row in assignments[i]]
     )
-    gold = item_gold(item_ids=ready_ids)
     majority = items_majority_decides(study=study, item_ids=ready_ids, tiebroken=tiebroken)
     by_status: dict[str, list[int]] = {}
     for item in ready:

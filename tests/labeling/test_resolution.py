@@ -12,6 +12,8 @@ from labeling.disagreements import (
     DisagreementFilter,
     disagreement_counts,
     disagreement_list,
+    item_gold,
+    item_labels_read,
     item_resolution_view,
     tiebreaker_candidates,
 )
@@ -74,6 +76,30 @@ def test_identical_labels_become_consensus_and_resolve_the_item(item, annotators
     assert set(resolved) == dimension_keys  # screened in: every dimension has its gold label
     assert all(r.decided_by is None for r in Resolution.objects.all())
     assert ResolutionRevision.objects.count() == len(resolved)
+
+
+def test_an_items_labels_and_gold_labels_are_read_apart_in_one_statement(
+    item, annotators, people, django_assert_num_queries
+):
+    first, second = annotators
+    submit(item, first)
+    submit(item, second, root_cause=["configuration_error"])
+    resolution_decide(
+        item=item,
+        dimension_key="root_cause",
+        user=people["adjudicator"],
+        category_keys=["tensor_management_error"],
+        method="adjudicated",
+    )
+    with django_assert_num_queries(2):  # the assignments, then the labels with the gold labels
+        read = item_labels_read(item_ids=[item.id])
+    labels = read.labels[item.id]
+    assert set(labels) == {"annotator1", "annotator2"}  # a gold label is nobody's label
+    assert labels["annotator1"]["root_cause"] == {"api_misuse"}
+    assert labels["annotator2"]["root_cause"] == {"configuration_error"}
+    assert read.gold == item_gold(item_ids=[item.id])
+    assert read.gold[item.id]["root_cause"] == {"tensor_management_error"}
+    assert read.gold[item.id]["parallel_feature"] == frozenset()  # consensus on none
 
 
 def test_a_disagreement_waits_in_the_queue_for_the_adjudicator(item, annotators, people):
