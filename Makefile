@@ -44,7 +44,7 @@ lint: setup-dev
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 
-bench: setup-dev compile
+bench: setup-dev
 	# every script with a main; benchkit.py and locustfile.py are modules the others use
 	for script in $$(grep -l '^if __name__ == "__main__":' bench/*.py); do $(PY) $$script || exit 1; done
 

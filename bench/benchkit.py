@@ -43,6 +43,15 @@ def run_child(script: str, *arguments: str) -> dict:
     return json.loads(output.strip().splitlines()[-1])
 
 
+def bytecode_compiled() -> None:
+    """The project's bytecode, as `make run` leaves it (`make compile`): where bytecode is not
+    written (PYTHONDONTWRITEBYTECODE), each command a benchmark starts would compile the
+    project again."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-x", r"/\.venv/", "."], cwd=ROOT, check=True
+    )
+
+
 def django_setup(database_url: str, **environment: str) -> None:
     """Start Django in this (child) process on the given database, migrated."""
     os.environ.update(

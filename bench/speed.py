@@ -37,6 +37,7 @@ from pathlib import Path
 
 from benchkit import (
     ROOT,
+    bytecode_compiled,
     django_setup,
     form_submitted,
     labels_made,
@@ -372,11 +373,7 @@ def main() -> None:
         child(args.child[0], int(args.child[1]))
         return
     sizes = sorted(args.sizes)
-    # The project's bytecode, as `make run` leaves it (`make compile`): where bytecode is not
-    # written (PYTHONDONTWRITEBYTECODE), each start below would compile the project again.
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", "-x", r"/\.venv/", "."], cwd=ROOT, check=True
-    )
+    bytecode_compiled()
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         imported, comments = import_seconds(folder, args.issues)
