@@ -78,10 +78,16 @@ class IssueThread:
 
 
 def issue_thread(*, issue: Issue) -> IssueThread:
-    """An issue's linked fixes and comments, as the pages show them beside it: two queries."""
+    """An issue's linked fixes and comments, as the pages show them beside it: two queries.
+    The comments come without their Markdown source (`body`): the pages show the sanitised HTML,
+    and the source of a pasted log can run to megabytes."""
     return IssueThread(
         fixes=list(LinkedFix.objects.filter(issue=issue).order_by("kind", "ref")),
-        comments=list(IssueComment.objects.filter(issue=issue).order_by("created_at", "github_id")),
+        comments=list(
+            IssueComment.objects.filter(issue=issue)
+            .defer("body")
+            .order_by("created_at", "github_id")
+        ),
     )
 
 

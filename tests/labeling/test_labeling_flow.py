@@ -240,3 +240,24 @@ def test_codebook_pages_show_definitions(annotator_client, codebook_version):
     assert f"/codebooks/versions/{codebook_version.id}/" in listing
     page = annotator_client.get(f"/codebooks/versions/{codebook_version.id}/").content.decode()
     assert "External Library API Misuse" in page and "Include:" in page and "Source:" in page
+
+
+def test_the_page_reads_comments_without_their_markdown_source(annotator_client, people):
+    from corpus.models import IssueComment
+    from corpus.selectors import issue_thread
+    from labeling.models import Assignment
+
+    item = Assignment.objects.filter(annotator=people["annotator1"]).order_by("item_id")[0].item
+    IssueComment.objects.create(
+        issue=item.issue,
+        github_id=9_100_000,
+        body="SOURCE-ONLY " + "log line\n" * 50_000,  # a pasted log: the source is large
+        body_html="<p>the comment as shown</p>",
+        created_at=item.issue.created_at,
+        updated_at=item.issue.created_at,
+    )
+    comments = issue_thread(issue=item.issue).comments
+    assert all("body" in comment.get_deferred_fields() for comment in comments)
+    html = annotator_client.get(f"/studies/demo/items/{item.id}/").content.decode()
+    assert "the comment as shown" in html
+    assert "SOURCE-ONLY" not in html
