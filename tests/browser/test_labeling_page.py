@@ -58,10 +58,29 @@ def test_label_with_the_keyboard_only_submit_and_reload(study, new_page, live_se
     assert not page.errors
 
 
-# Seen three times in a day on a loaded machine, never alone: the first draft save after the
-# shortcuts dialog got no answer in 10 s (the server logged no save). Until that is explained, a
-# second and third try tell a real regression (it fails every time) from that.
-@pytest.mark.flaky(reruns=2, reruns_delay=1)
+def test_a_key_from_the_closed_shortcuts_close_button_is_the_pages(study, new_page, live_server):
+    # Just after Escape closes the list, its Close button (in a form of its own) may still be
+    # the key's target: the page takes the key, as it does once the focus is back on it.
+    page = new_page("annotator1")
+    open_next(page, live_server)
+    page.keyboard.press("?")
+    page.get_by_role("dialog", name="Keyboard shortcuts").wait_for()
+    page.evaluate(
+        """() => {
+          const dialog = document.getElementById("shortcuts");
+          const close = dialog.querySelector("button");
+          dialog.close();
+          close.dispatchEvent(new KeyboardEvent("keydown", { key: "1", bubbles: true }));
+        }"""
+    )
+    assert page.locator("fieldset[data-dimension=screening] input:checked").count() == 1
+    page.wait_for_function("document.getElementById('save-state').textContent.includes('saved')")
+    assert not page.errors
+
+
+# A number pressed at once after Escape closed the shortcuts used to be lost (about one run
+# in ten): the list's Close button, in a form of its own, still had the focus, and the page
+# ignored keys from other forms.
 def test_shortcuts_and_filter(study, new_page, live_server):
     page = new_page("annotator1")
     open_next(page, live_server)
@@ -72,7 +91,7 @@ def test_shortcuts_and_filter(study, new_page, live_server):
     dialog.wait_for(state="hidden")
     page.keyboard.press("1")  # screened in: the other dimensions apply, and `j` reaches them
     page.wait_for_function(
-        "!document.querySelector('fieldset[data-dimension=root_cause] input').disabled"
+        "!document.querySelector('fieldset[data-dimension=root_cause]').disabled"
     )
     # The screening's draft saved first, so that the save below is told apart from it.
     page.wait_for_function("document.getElementById('save-state').textContent.includes('saved')")

@@ -28,8 +28,6 @@ def csp_violations(page) -> list[str]:
     return violations
 
 
-# The same unanswered first draft save as tests/browser/test_labeling_page.py's shortcuts test.
-@pytest.mark.flaky(reruns=2, reruns_delay=1)
 def test_the_labeling_page_works_under_the_policy(study, new_page, live_server):
     page = new_page("annotator1")
     violations = csp_violations(page)

@@ -332,8 +332,12 @@
     return target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && ["text", "search"].indexOf(target.type) !== -1);
   }
   document.addEventListener("keydown", function (event) {
-    // Another form of the page (the discussion) keeps its keys to itself.
-    if (event.target.form && event.target.form !== form) return;
+    // The shortcuts list, while open, keeps every key (Escape closes it).
+    if (dialog.open) return;
+    // Another form of the page (the discussion) keeps its keys to itself. The list's Close
+    // button is not one: it keeps the focus for a moment after Escape closed the list, and a
+    // key pressed then (a category's number, at once) is the page's.
+    if (event.target.form && event.target.form !== form && !dialog.contains(event.target)) return;
     if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
       event.preventDefault();
       form.requestSubmit(document.getElementById("submit-button"));
@@ -346,7 +350,6 @@
       return;
     }
     if (typing(event.target) || event.altKey || event.ctrlKey || event.metaKey) return;
-    if (dialog.open) return;
     if (/^[1-9]$/.test(event.key)) {
       event.preventDefault();
       pick(parseInt(event.key, 10));
