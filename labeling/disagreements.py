@@ -109,15 +109,7 @@ def item_labels_read(
         }
         for item_id, by_annotator in labels.items()
     }
-    return ItemLabelsRead(
-        read,
-        _relabels_from(assignments),
-        tiebroken,
-        {
-            item_id: {key: frozenset(keys) for key, keys in by_dimension.items()}
-            for item_id, by_dimension in gold.items()
-        },
-    )
+    return ItemLabelsRead(read, _relabels_from(assignments), tiebroken, _gold_frozen(gold))
 
 
 def item_gold(*, item_ids: list[int]) -> dict[int, dict[str, frozenset[str]]]:
@@ -131,6 +123,10 @@ def item_gold(*, item_ids: list[int]) -> dict[int, dict[str, frozenset[str]]]:
         keys = gold[item_id][dimension_key]
         if category_key is not None:
             keys.add(category_key)
+    return _gold_frozen(gold)
+
+
+def _gold_frozen(gold: dict[int, dict[str, set[str]]]) -> dict[int, dict[str, frozenset[str]]]:
     return {
         item_id: {key: frozenset(keys) for key, keys in by_dimension.items()}
         for item_id, by_dimension in gold.items()
