@@ -122,13 +122,17 @@ def study_get_visible_to(*, slug: str, user: User) -> tuple[Study, set[str]] | N
     if not rows:
         return None
     study = rows[0]
-    held = {row._my_role for row in rows}
-    # Carried as `_with_roles` would, so that `study_roles` costs no query later.
+    _roles_carry(study, user, held={row._my_role for row in rows})
+    roles = study_roles(study=study, user=user)
+    return (study, roles) if roles else None
+
+
+def _roles_carry(study: Study, user: User, *, held: set[str | None]) -> None:
+    """Carry the user's roles on the study as `_with_roles` would, so that `study_roles` costs
+    no query later."""
     for role in Membership.Role.values:
         setattr(study, _ROLE_FLAG.format(role), role in held)
     setattr(study, _ROLES_USER, user.pk)
-    roles = study_roles(study=study, user=user)
-    return (study, roles) if roles else None
 
 
 def user_can_create_study(*, user: User) -> bool:
@@ -205,6 +209,48 @@ def assignment_get_for_annotator(
     text); None when the item is not in their queue (blind: no peeking at other people's).
     The item's study is the `study` given. `lock` takes the assignment's row lock (inside a
     transaction), so that a save can write it without reading it again."""
+    assignments = _assignments_for_labeling(user, with_issue=with_issue, lock=lock)
+    # One row at most (an annotator holds an item once): no ORDER BY, which the models' default
+    # orderings would make a join to the study and a sort.
+    found = list(assignments.filter(item__study=study, item_id=item_id).order_by()[:1])
+    assignment = found[0] if found else None
+    if assignment is not None:
+        assignment.item.study = study
+    return assignment
+
+
+def assignment_get_in_study(
+    *, slug: str, item_id: int, user: User, with_issue: bool = True, lock: bool = False
+) -> Assignment | None:
+    """`assignment_get_for_annotator` for a study known by its slug, in one query with the
+    study and the user's roles in it (the labeling page's every request, and its saves, ask
+    both): the item's study carries the roles as `study_get_visible_to`'s does. None when the
+    item is not in the user's queue or the user may not see the study; the caller tells the
+    two apart with `study_get_visible_to` (a refusal is rare, a request is not)."""
+    if not user.is_authenticated:
+        return None
+    # One row per role of the user, as in `study_get_visible_to`; none when they hold no
+    # assignment of the item.
+    rows = list(
+        _assignments_for_labeling(user, with_issue=with_issue, lock=lock)
+        .select_related("item__study__codebook_version__codebook")
+        .annotate(
+            _mine=FilteredRelation(
+                "item__study__memberships", condition=Q(item__study__memberships__user_id=user.pk)
+            ),
+            _my_role=F("_mine__role"),
+        )
+        .filter(item__study__slug=slug, item_id=item_id)
+        .order_by()
+    )
+    if not rows:
+        return None
+    assignment = rows[0]
+    _roles_carry(assignment.item.study, user, held={row._my_role for row in rows})
+    return assignment if study_roles(study=assignment.item.study, user=user) else None
+
+
+def _assignments_for_labeling(user: User, *, with_issue: bool, lock: bool) -> QuerySet[Assignment]:
     related = ("item__issue__repository", "item__round") if with_issue else ("item",)
     assignments = assignment_list_editable_by(user=user).select_related(*related)
     if with_issue:
@@ -213,13 +259,7 @@ def assignment_get_for_annotator(
     if lock:
         # Only the assignment row: the joined rows are read, not locked.
         assignments = assignments.select_for_update(of=("self",))
-    # One row at most (an annotator holds an item once): no ORDER BY, which the models' default
-    # orderings would make a join to the study and a sort.
-    found = list(assignments.filter(item__study=study, item_id=item_id).order_by()[:1])
-    assignment = found[0] if found else None
-    if assignment is not None:
-        assignment.item.study = study
-    return assignment
+    return assignments
 
 
 # Resolution

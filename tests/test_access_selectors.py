@@ -5,10 +5,12 @@ from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
+from django.db import transaction
 
 from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember
 from labeling.access import (
     assignment_get_for_annotator,
+    assignment_get_in_study,
     assignment_list_editable_by,
     assignment_list_visible_to,
     codebook_list_visible_to,
@@ -166,6 +168,35 @@ def test_an_item_is_opened_by_its_annotator_only(study, people):
         assignment_get_for_annotator(study=study, item_id=999_999, user=people["annotator1"])
         is None
     )
+
+
+def test_an_item_and_its_study_are_read_with_the_users_roles_in_one_query(
+    study, people, root, django_assert_num_queries
+):
+    annotator = people["annotator1"]
+    item_id = Assignment.objects.filter(annotator=annotator).first().item_id
+    study_member_add(study=study, user=annotator, role="adjudicator")
+    with transaction.atomic(), django_assert_num_queries(1):
+        found = assignment_get_in_study(slug="demo", item_id=item_id, user=annotator, lock=True)
+        assert found.item.study.codebook_version.codebook.name  # fetched with it
+        assert found.item.issue.repository.full_name
+    assert found.annotator_id == annotator.pk and found.item_id == item_id
+    assert found.item.study == study
+    with django_assert_num_queries(0):
+        assert study_roles(study=found.item.study, user=annotator) == {"annotator", "adjudicator"}
+    # Not theirs, not in this study, not a user: nothing, as `assignment_get_for_annotator`.
+    for user, slug, wanted in (
+        (people["manager"], "demo", item_id),
+        (root, "demo", item_id),
+        (annotator, "nope", item_id),
+        (annotator, "demo", 999_999),
+        (ANONYMOUS, "demo", item_id),
+    ):
+        assert assignment_get_in_study(slug=slug, item_id=wanted, user=user) is None
+    # An assignment kept by someone who left the study: the study is no longer theirs to see.
+    Membership.objects.filter(study=study, user=annotator).delete()
+    assert study_get_visible_to(slug="demo", user=annotator) is None
+    assert assignment_get_in_study(slug="demo", item_id=item_id, user=annotator) is None
 
 
 def test_codebooks_are_for_every_signed_in_user(study, people, codebook_version):

@@ -15,6 +15,7 @@ from common.exceptions import ApplicationError, ConflictError
 from labeling.access import (
     MANAGER,
     assignment_get_for_annotator,
+    assignment_get_in_study,
     item_can_discuss,
     study_can_label,
     study_can_see_agreement,
@@ -85,6 +86,20 @@ def _assignment_or_404(
     if assignment is None:
         raise Http404("This item is not in your queue.")
     return assignment
+
+
+def _study_assignment_or_404(
+    request: HttpRequest, slug: str, item_id: int, *, with_issue: bool = True, lock: bool = False
+) -> tuple[Study, set[str], Assignment]:
+    """`study_or_404`, then `_assignment_or_404`, in one query when both are found."""
+    assignment = assignment_get_in_study(
+        slug=slug, item_id=item_id, user=request.user, with_issue=with_issue, lock=lock
+    )
+    if assignment is None:
+        study_or_404(request, slug)  # a study they may not see is a 404 of its own
+        raise Http404("This item is not in your queue.")
+    study = assignment.item.study
+    return study, study_roles(study=study, user=request.user), assignment
 
 
 @login_required
@@ -220,9 +235,10 @@ def _form_count(data, name: str) -> int | None:
 @login_required
 @require_http_methods(["GET", "POST"])
 def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
-    study, roles = study_or_404(request, slug)
     # A POST writes the assignment: read it once, locked, and the service does not read it again.
-    assignment = _assignment_or_404(request, study, item_id, lock=request.method == "POST")
+    study, roles, assignment = _study_assignment_or_404(
+        request, slug, item_id, lock=request.method == "POST"
+    )
     status = 200
     if request.method == "POST":
         action = request.POST.get("action") or "draft"  # Enter in a text field sends no button
@@ -304,8 +320,9 @@ def _outcome(request: HttpRequest, assignment: Assignment) -> dict | None:
 @require_POST
 def label_item_autosave(request: HttpRequest, slug: str, item_id: int) -> JsonResponse:
     """The labeling page's background draft save: JSON in the API's error shape."""
-    study, _ = study_or_404(request, slug)
-    assignment = _assignment_or_404(request, study, item_id, with_issue=False, lock=True)
+    study, _, assignment = _study_assignment_or_404(
+        request, slug, item_id, with_issue=False, lock=True
+    )
     dimensions = dimensions_of_version(version=study.codebook_version)
     try:
         assignment = assignment_save(
