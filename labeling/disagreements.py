@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import CharField, Count, Prefetch, Q, QuerySet, Value
+from django.db.models import BooleanField, CharField, Count, JSONField, Prefetch, Q, QuerySet, Value
 
 from labeling.access import item_blind_annotators
 from labeling.models import (
@@ -46,6 +46,7 @@ class ItemLabelsRead(NamedTuple):
     relabels: dict[int, Relabel]
     tiebroken: set[int]  # the items with a tie-breaker's submitted labels
     gold: dict[int, dict[str, frozenset[str]]]  # as `item_gold` gives it
+    assignments: list[tuple]  # as `item_assignment_rows` gives them
 
 
 def item_assignment_rows(*, item_ids: list[int]) -> list[tuple]:
@@ -58,43 +59,77 @@ def item_labels_read(
     *, item_ids: list[int], assignments: list[tuple] | None = None
 ) -> ItemLabelsRead:
     """`item_labels`, `item_relabels`, the items a tie-breaker settled (as
-    `items_majority_decides` reads them) and `item_gold`, in two queries; one, when the caller
-    read the items' `item_assignment_rows` already. The labels and the gold labels come in one
-    statement: whoever needs one of an item's outcomes needs both."""
+    `items_majority_decides` reads them), `item_gold` and `item_assignment_rows`, in one
+    statement: whoever needs one of an item's outcomes needs them all. `assignments` when the
+    caller read the items' `item_assignment_rows` already (they are not read again)."""
     labels: dict[int, dict[str, dict[str, set[str]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(set))
     )
     gold: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    # Three kinds of row in one UNION ALL, told apart by their NULLs: an assignment's has a
+    # status; a label's has no status and an annotator; a gold label's has neither (a user's
+    # username is required, an assignment's status too).
+    none = {
+        "no_status": Value(None, output_field=CharField()),
+        "no_scope": Value(None, output_field=JSONField()),
+        "no_tiebreak": Value(None, output_field=BooleanField()),
+    }
     submitted = (
         Annotation.objects.filter(
             assignment__item_id__in=item_ids,
             assignment__status=Assignment.Status.SUBMITTED,
         )
+        .annotate(**none)
         .values_list(
             "assignment__item_id",
             "assignment__annotator__username",
+            "no_status",
+            "no_scope",
+            "no_tiebreak",
             "dimension__key",
             "categories__key",
         )
         .order_by()
     )
-    # A gold label's row has no annotator: NULL in the username's column tells the two apart
-    # (a label's always has one, a user's username being required).
     decided = (
         Resolution.objects.filter(item_id__in=item_ids)
-        .annotate(no_annotator=Value(None, output_field=CharField()))
-        .values_list("item_id", "no_annotator", "dimension__key", "categories__key")
+        .annotate(no_annotator=Value(None, output_field=CharField()), **none)
+        .values_list(
+            "item_id",
+            "no_annotator",
+            "no_status",
+            "no_scope",
+            "no_tiebreak",
+            "dimension__key",
+            "categories__key",
+        )
         .order_by()
     )
-    for item_id, username, dimension_key, category_key in submitted.union(decided, all=True):
+    if assignments is not None:
+        rows = submitted.union(decided, all=True)
+    else:
+        # First: the union's columns take their types (and their conversions) from it.
+        rows = (
+            _assignments_not_skipped(Assignment.objects.filter(item_id__in=item_ids))
+            .annotate(
+                no_dimension=Value(None, output_field=CharField()),
+                no_category=Value(None, output_field=CharField()),
+            )
+            .values_list(*ASSIGNMENT_ROW, "no_dimension", "no_category")
+            .order_by()
+            .union(submitted, decided, all=True)
+        )
+        assignments = []
+    for item_id, username, status, scope, is_tiebreaker, dimension_key, category_key in rows:
+        if status is not None:
+            assignments.append((item_id, username, status, scope, is_tiebreaker))
+            continue
         if username is None:
             keys = gold[item_id][dimension_key]
         else:
             keys = labels[item_id][username][dimension_key]
         if category_key is not None:
             keys.add(category_key)
-    if assignments is None:
-        assignments = item_assignment_rows(item_ids=item_ids)
     tiebroken = set()
     # Annotators who submitted without any annotation row still count as having answered.
     for item_id, username, status, _, is_tiebreaker in assignments:
@@ -109,7 +144,9 @@ def item_labels_read(
         }
         for item_id, by_annotator in labels.items()
     }
-    return ItemLabelsRead(read, _relabels_from(assignments), tiebroken, _gold_frozen(gold))
+    return ItemLabelsRead(
+        read, _relabels_from(assignments), tiebroken, _gold_frozen(gold), assignments
+    )
 
 
 def item_gold(*, item_ids: list[int]) -> dict[int, dict[str, frozenset[str]]]:
@@ -162,12 +199,15 @@ def item_relabels(*, item_ids: list[int]) -> dict[int, Relabel]:
     )
 
 
+ASSIGNMENT_ROW = ("item_id", "annotator__username", "status", "dimension_keys", "is_tiebreaker")
+
+
 def _assignment_rows(assignments: QuerySet[Assignment]) -> list[tuple]:
-    return list(
-        assignments.exclude(status=Assignment.Status.SKIPPED)
-        .values_list("item_id", "annotator__username", "status", "dimension_keys", "is_tiebreaker")
-        .order_by()
-    )
+    return list(_assignments_not_skipped(assignments).values_list(*ASSIGNMENT_ROW).order_by())
+
+
+def _assignments_not_skipped(assignments: QuerySet[Assignment]) -> QuerySet[Assignment]:
+    return assignments.exclude(status=Assignment.Status.SKIPPED)
 
 
 def _relabels_from(rows: list[tuple]) -> dict[int, Relabel]:
@@ -305,7 +345,7 @@ def _disagreements(study: Study) -> list[Disagreement]:
         .order_by("id")
     )
     item_ids = [item.id for item in items]
-    labels, relabels, tiebroken, gold = item_labels_read(item_ids=item_ids)
+    labels, relabels, tiebroken, gold, _ = item_labels_read(item_ids=item_ids)
     majority = items_majority_decides(study=study, item_ids=item_ids, tiebroken=tiebroken)
     dimensions = study_dimensions(study=study)
     rows = []

@@ -94,17 +94,14 @@ def item_resolution_update(*, item: StudyItem, read_in_transaction: bool = False
     # Read in a statement of their own, after the lock: under READ COMMITTED a statement that
     # waited for the lock still reads with the snapshot it started with, so assignments read
     # beside the lock would miss the submission it waited for, and two last submissions at once
-    # would both leave the item open. They give the counts here and, once the item is complete,
-    # the labels' relabels and tie-breakers.
-    assignments = item_assignment_rows(item_ids=[item.pk])
-    if not _complete(assignments, needed=item.annotators_needed):
+    # would both leave the item open. The assignments give the counts here and, once the item
+    # is complete, the labels' relabels and tie-breakers; the labels and gold labels come with
+    # them, in the same statement, whether or not the item is complete (a few rows).
+    read = item_labels_read(item_ids=[item.pk])
+    if not _complete(read.assignments, needed=item.annotators_needed):
         return item
     dimensions = study_dimensions(study=item.study)
-    outcomes = item_outcomes_for(
-        item=item,
-        dimensions=dimensions,
-        read=item_labels_read(item_ids=[item.pk], assignments=assignments),
-    )
+    outcomes = item_outcomes_for(item=item, dimensions=dimensions, read=read)
     _resolutions_write_automatic(
         item=item, outcomes=[o for o in outcomes if o.state in AUTOMATIC_NOTES]
     )
@@ -157,7 +154,7 @@ def items_resolution_update(*, study: Study, item_ids: list[int]) -> None:
         return
     ready_ids = [item.id for item in ready]
     dimensions = study_dimensions(study=study)
-    labels, relabels, tiebroken, gold = item_labels_read(
+    labels, relabels, tiebroken, gold, _ = item_labels_read(
         item_ids=ready_ids, assignments=[row for i in ready_ids for row in assignments[i]]
     )
     majority = items_majority_decides(study=study, item_ids=ready_ids, tiebroken=tiebroken)

@@ -12,6 +12,7 @@ from labeling.disagreements import (
     DisagreementFilter,
     disagreement_counts,
     disagreement_list,
+    item_assignment_rows,
     item_gold,
     item_labels_read,
     item_resolution_view,
@@ -20,6 +21,7 @@ from labeling.disagreements import (
 from labeling.models import Assignment, Resolution, ResolutionRevision, Study, StudyItem
 from labeling.resolution_rules import DimensionState
 from labeling.services.annotations import DimensionAnswer, assignment_save
+from labeling.services.holders import items_holders_recount
 from labeling.services.resolutions import (
     discussion_comment_add,
     item_tiebreaker_request,
@@ -78,7 +80,7 @@ def test_identical_labels_become_consensus_and_resolve_the_item(item, annotators
     assert ResolutionRevision.objects.count() == len(resolved)
 
 
-def test_an_items_labels_and_gold_labels_are_read_apart_in_one_statement(
+def test_an_items_assignments_labels_and_gold_labels_are_read_apart_in_one_statement(
     item, annotators, people, django_assert_num_queries
 ):
     first, second = annotators
@@ -91,8 +93,19 @@ def test_an_items_labels_and_gold_labels_are_read_apart_in_one_statement(
         category_keys=["tensor_management_error"],
         method="adjudicated",
     )
-    with django_assert_num_queries(2):  # the assignments, then the labels with the gold labels
+    # A tie-breaker asked one dimension: its row's list and flag keep their types in the union.
+    Assignment.objects.create(
+        item=item,
+        annotator=people["adjudicator"],
+        is_tiebreaker=True,
+        dimension_keys=["root_cause"],
+    )
+    items_holders_recount(item_ids=[item.id])
+    with django_assert_num_queries(1):  # the assignments, the labels and the gold labels
         read = item_labels_read(item_ids=[item.id])
+    assert sorted(read.assignments) == sorted(item_assignment_rows(item_ids=[item.id]))
+    assert (item.id, "adjudicator", "todo", ["root_cause"], True) in read.assignments
+    assert {row[1] for row in read.assignments} == {"annotator1", "annotator2", "adjudicator"}
     labels = read.labels[item.id]
     assert set(labels) == {"annotator1", "annotator2"}  # a gold label is nobody's label
     assert labels["annotator1"]["root_cause"] == {"api_misuse"}
