@@ -107,32 +107,38 @@ def study_get_visible_to(*, slug: str, user: User) -> tuple[Study, set[str]] | N
     such study or the user may not see it (the same rule as `study_list_visible_to`)."""
     if not user.is_authenticated:
         return None
-    # One row per role of the user (a LEFT JOIN on their memberships), one with no role when
-    # they have none: every page of a study asks this, and the join costs about half of what
-    # `_with_roles`' subqueries cost to build.
     rows = list(
-        Study.objects.select_related("codebook_version__codebook")
-        .annotate(
-            _mine=FilteredRelation("memberships", condition=Q(memberships__user_id=user.pk)),
-            _my_role=F("_mine__role"),
+        _with_my_role(
+            Study.objects.select_related("codebook_version__codebook"), user, "memberships"
         )
         .filter(slug=slug)
         .order_by()
     )
     if not rows:
         return None
-    study = rows[0]
-    _roles_carry(study, user, held={row._my_role for row in rows})
-    roles = study_roles(study=study, user=user)
-    return (study, roles) if roles else None
+    roles = _roles_carry(rows[0], user, rows)
+    return (rows[0], roles) if roles else None
 
 
-def _roles_carry(study: Study, user: User, *, held: set[str | None]) -> None:
-    """Carry the user's roles on the study as `_with_roles` would, so that `study_roles` costs
-    no query later."""
+def _with_my_role(rows: QuerySet, user: User, memberships: str) -> QuerySet:
+    """The rows with the user's role in the study their `memberships` path leads to, as
+    `_my_role`: one row per role of the user (a LEFT JOIN on their memberships), one with no
+    role when they have none. Every page of a study asks for the roles, and the join costs about
+    half of what `_with_roles`' subqueries cost to build."""
+    return rows.annotate(
+        _mine=FilteredRelation(memberships, condition=Q(**{f"{memberships}__user_id": user.pk})),
+        _my_role=F("_mine__role"),
+    )
+
+
+def _roles_carry(study: Study, user: User, rows: list) -> set[str]:
+    """The user's roles in the study, out of `_with_my_role`'s rows, carried on the study as
+    `_with_roles` would carry them, so that `study_roles` costs no query later."""
+    held = {row._my_role for row in rows}
     for role in Membership.Role.values:
         setattr(study, _ROLE_FLAG.format(role), role in held)
     setattr(study, _ROLES_USER, user.pk)
+    return study_roles(study=study, user=user)
 
 
 def user_can_create_study(*, user: User) -> bool:
@@ -229,25 +235,20 @@ def assignment_get_in_study(
     two apart with `study_get_visible_to` (a refusal is rare, a request is not)."""
     if not user.is_authenticated:
         return None
-    # One row per role of the user, as in `study_get_visible_to`; none when they hold no
-    # assignment of the item.
     rows = list(
-        _assignments_for_labeling(user, with_issue=with_issue, lock=lock)
-        .select_related("item__study__codebook_version__codebook")
-        .annotate(
-            _mine=FilteredRelation(
-                "item__study__memberships", condition=Q(item__study__memberships__user_id=user.pk)
+        _with_my_role(
+            _assignments_for_labeling(user, with_issue=with_issue, lock=lock).select_related(
+                "item__study__codebook_version__codebook"
             ),
-            _my_role=F("_mine__role"),
+            user,
+            "item__study__memberships",
         )
         .filter(item__study__slug=slug, item_id=item_id)
         .order_by()
     )
     if not rows:
         return None
-    assignment = rows[0]
-    _roles_carry(assignment.item.study, user, held={row._my_role for row in rows})
-    return assignment if study_roles(study=assignment.item.study, user=user) else None
+    return rows[0] if _roles_carry(rows[0].item.study, user, rows) else None
 
 
 def _assignments_for_labeling(user: User, *, with_issue: bool, lock: bool) -> QuerySet[Assignment]:

@@ -115,7 +115,7 @@ def item_labels_read(
                 no_dimension=Value(None, output_field=CharField()),
                 no_category=Value(None, output_field=CharField()),
             )
-            .values_list(*ASSIGNMENT_ROW, "no_dimension", "no_category")
+            .values_list(*_ASSIGNMENT_ROW, "no_dimension", "no_category")
             .order_by()
             .union(submitted, decided, all=True)
         )
@@ -199,11 +199,11 @@ def item_relabels(*, item_ids: list[int]) -> dict[int, Relabel]:
     )
 
 
-ASSIGNMENT_ROW = ("item_id", "annotator__username", "status", "dimension_keys", "is_tiebreaker")
+_ASSIGNMENT_ROW = ("item_id", "annotator__username", "status", "dimension_keys", "is_tiebreaker")
 
 
 def _assignment_rows(assignments: QuerySet[Assignment]) -> list[tuple]:
-    return list(_assignments_not_skipped(assignments).values_list(*ASSIGNMENT_ROW).order_by())
+    return list(_assignments_not_skipped(assignments).values_list(*_ASSIGNMENT_ROW).order_by())
 
 
 def _assignments_not_skipped(assignments: QuerySet[Assignment]) -> QuerySet[Assignment]:
