@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.services import user_create
-from common.bulk import bulk_insert, collector_paused
+from common.bulk import bulk_create_with_rows, collector_paused
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
 from common.names import InvalidName, NameKind, name_check_as_written
 from common.text import strip_nul
@@ -381,7 +381,6 @@ def _annotations_write_many(
         changed.append((annotation, change.chosen, new_state))
     if not changed:
         return 0
-    Annotation.objects.bulk_create(to_create)
     created = {id(annotation) for annotation in to_create}
     to_update = [annotation for annotation, _, _ in changed if id(annotation) not in created]
     written = [
@@ -400,30 +399,40 @@ def _annotations_write_many(
     through = Annotation.categories.through
     if recategorised:
         through.objects.filter(annotation_id__in=recategorised).delete()
-    bulk_insert(
-        through,
+    # The new annotations, their categories and every changed one's revision: one statement on
+    # PostgreSQL.
+    bulk_create_with_rows(
+        Annotation,
+        to_create,
         [
-            {"annotation_id": annotation.id, "category_id": category.id}
-            for annotation, chosen, _ in changed
-            if id(annotation) in created or annotation.id in recategorised
-            for category in chosen
-        ],
-    )
-    bulk_insert(
-        AnnotationRevision,
-        [
-            {
-                "annotation_id": annotation.id,
-                "category_keys": state[0],
-                "unsure": annotation.unsure,
-                "rationale": annotation.rationale,
-                "evidence": annotation.evidence,
-                "proposal": annotation.proposal,
-                "assignment_status": assignment_status,
-                "changed_by_id": None if user is None else user.pk,
-                "reason": reason,
-            }
-            for annotation, _, state in changed
+            (
+                through,
+                "annotation",
+                [
+                    {"annotation": annotation, "category_id": category.id}
+                    for annotation, chosen, _ in changed
+                    if id(annotation) in created or annotation.id in recategorised
+                    for category in chosen
+                ],
+            ),
+            (
+                AnnotationRevision,
+                "annotation",
+                [
+                    {
+                        "annotation": annotation,
+                        "category_keys": state[0],
+                        "unsure": annotation.unsure,
+                        "rationale": annotation.rationale,
+                        "evidence": annotation.evidence,
+                        "proposal": annotation.proposal,
+                        "assignment_status": assignment_status,
+                        "changed_by_id": None if user is None else user.pk,
+                        "reason": reason,
+                    }
+                    for annotation, _, state in changed
+                ],
+            ),
         ],
     )
     return len(changed)

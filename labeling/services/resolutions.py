@@ -18,7 +18,7 @@ from collections import defaultdict
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 
-from common.bulk import bulk_insert
+from common.bulk import bulk_create_with_rows
 from common.exceptions import ApplicationError, ConflictError, PermissionDeniedError
 from common.text import strip_nul
 from labeling.access import (
@@ -406,26 +406,33 @@ def _resolutions_write_automatic(*, item: StudyItem, outcomes: list[DimensionOut
 def resolutions_create(created: list[tuple[Resolution, list[str], list[int]]]) -> None:
     """New gold labels, each given as an unsaved resolution, the category keys its first
     revision records and the ids of its categories: saved with their categories and that
-    revision, in three queries however many there are."""
-    Resolution.objects.bulk_create([resolution for resolution, _, _ in created])
-    bulk_insert(
-        Resolution.categories.through,
+    revision, in three queries however many there are (one on PostgreSQL)."""
+    bulk_create_with_rows(
+        Resolution,
+        [resolution for resolution, _, _ in created],
         [
-            {"resolution_id": resolution.id, "category_id": category_id}
-            for resolution, _, category_ids in created
-            for category_id in category_ids
-        ],
-    )
-    bulk_insert(
-        ResolutionRevision,
-        [
-            {
-                "resolution_id": resolution.id,
-                "category_keys": keys,
-                "method": resolution.method,
-                "note": resolution.note,
-            }
-            for resolution, keys, _ in created
+            (
+                Resolution.categories.through,
+                "resolution",
+                [
+                    {"resolution": resolution, "category_id": category_id}
+                    for resolution, _, category_ids in created
+                    for category_id in category_ids
+                ],
+            ),
+            (
+                ResolutionRevision,
+                "resolution",
+                [
+                    {
+                        "resolution": resolution,
+                        "category_keys": keys,
+                        "method": resolution.method,
+                        "note": resolution.note,
+                    }
+                    for resolution, keys, _ in created
+                ],
+            ),
         ],
     )
 
