@@ -7,6 +7,7 @@ from datetime import datetime
 
 from django.db.models import Exists, OuterRef, Q
 
+from common.prepared import PreparedQuery
 from corpus.models import Issue, IssueComment, LinkedFix, Repository
 
 # What a selection rule (a source's filter, a study's follow) reads of an issue.
@@ -82,13 +83,23 @@ def issue_thread(*, issue: Issue) -> IssueThread:
     The comments come without their Markdown source (`body`): the pages show the sanitised HTML,
     and the source of a pasted log can run to megabytes."""
     return IssueThread(
-        fixes=list(LinkedFix.objects.filter(issue=issue).order_by("kind", "ref")),
-        comments=list(
-            IssueComment.objects.filter(issue=issue)
-            .defer("body")
-            .order_by("created_at", "github_id")
-        ),
+        fixes=_ISSUE_FIXES(issue_id=issue.pk), comments=_ISSUE_COMMENTS(issue_id=issue.pk)
     )
+
+
+# Every labeling page reads them: built and compiled once (common.prepared).
+_ISSUE_FIXES = PreparedQuery(
+    lambda *, issue_id: LinkedFix.objects.filter(issue_id=issue_id).order_by("kind", "ref"),
+    values=("issue_id",),
+)
+_ISSUE_COMMENTS = PreparedQuery(
+    lambda *, issue_id: (
+        IssueComment.objects.filter(issue_id=issue_id)
+        .defer("body")
+        .order_by("created_at", "github_id")
+    ),
+    values=("issue_id",),
+)
 
 
 # Selecting issues for a study

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 
+from common.prepared import PreparedQuery
 from corpus.models import Issue
 from corpus.selectors import issue_text_fields_of
 from labeling.models import Assignment, Resolution, Study, StudyItem
@@ -108,14 +109,8 @@ def item_similar_issues(
     neighbours = study_neighbours(study=study).get(item.pk, [])
     if not neighbours:
         return []
-    ids = [other for other, _ in neighbours]
-    items = {
-        other.pk: other
-        # The panel shows a neighbour's name and title: not its texts, the largest columns.
-        for other in StudyItem.objects.filter(study=study, pk__in=ids)
-        .select_related("issue__repository")
-        .defer(*issue_text_fields_of("issue"))
-    }
+    ids = [int(other) for other, _ in neighbours]
+    items = {other.pk: other for other in _NEIGHBOUR_ITEMS(study_id=study.pk, ids=ids)}
     gold = _gold_shown(study=study, user=user, item_ids=ids)
     return [
         SimilarIssue(
@@ -128,6 +123,19 @@ def item_similar_issues(
         for other, score in neighbours
         if other in items
     ]
+
+
+# Every labeling page reads them: built and compiled once for each number of neighbours
+# (common.prepared). The panel shows a neighbour's name and title: not its texts, the largest
+# columns.
+_NEIGHBOUR_ITEMS = PreparedQuery(
+    lambda *, study_id, ids: (
+        StudyItem.objects.filter(study_id=study_id, pk__in=ids)
+        .select_related("issue__repository")
+        .defer(*issue_text_fields_of("issue"))
+    ),
+    values=("study_id", "ids"),
+)
 
 
 def _gold_shown(
