@@ -93,15 +93,16 @@ def study_names_visible_to(*, user: User, limit: int) -> list[Study]:
     only these, and the roles' subqueries cost more to build than the rest of its query."""
     if user.is_authenticated and not user.is_superuser:
         return _STUDY_NAMES_OF_MEMBER(user_id=user.pk, limit=limit)
-    studies = _studies_visible_to(user).only("slug", "name").order_by("-created_at", "-id")
-    return list(studies[:limit])
+    return list(_newest_names(_studies_visible_to(user), limit))
+
+
+def _newest_names(studies: QuerySet[Study], limit: int) -> QuerySet[Study]:
+    return studies.only("slug", "name").order_by("-created_at", "-id")[:limit]
 
 
 # Every page's top bar reads them: built and compiled once (common.prepared).
 _STUDY_NAMES_OF_MEMBER = PreparedQuery(
-    lambda *, user_id, limit: (
-        _studies_of_member(user_id).only("slug", "name").order_by("-created_at", "-id")[:limit]
-    ),
+    lambda *, user_id, limit: _newest_names(_studies_of_member(user_id), limit),
     values=("user_id",),
 )
 
