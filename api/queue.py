@@ -8,7 +8,6 @@ way (labeling.selectors.study_list_for_user): a study the user may not see is a 
 
 from dataclasses import dataclass
 
-from django.db.models import prefetch_related_objects
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, viewsets
@@ -18,7 +17,6 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from api.assignments import (
-    LABELS_PREFETCH,
     ROW_FIELDS,
     AssignmentSerializer,
     rows_with_labels,
@@ -29,6 +27,7 @@ from api.resolutions import ERRORS, _item_id
 from api.serializers import IssueDetailSerializer, StudySerializer
 from api.upstream_changes import UpstreamChangeSerializer
 from corpus.models import Issue
+from corpus.selectors import issue_get_with_thread
 from labeling.access import assignment_get_for_annotator, study_can_label, study_roles
 from labeling.models import Assignment, StudyItem
 from labeling.pilot_gate import study_round_ids_held_back
@@ -36,6 +35,7 @@ from labeling.selectors import (
     QUEUE_FILTERS,
     QueueProgress,
     assignment_dimensions,
+    assignment_labels_carry,
     queue_for_annotator,
     queue_progress,
     study_overview_counts,
@@ -213,15 +213,11 @@ class StudyQueueViewSet(StudyLookup, viewsets.GenericViewSet):
         )
         if assignment is None:
             raise NotFound("This item is not in your queue.")
-        issue = (
-            Issue.objects.select_related("repository")
-            .prefetch_related("comments", "linked_fixes")
-            .get(pk=assignment.item.issue_id)
-        )
+        issue = issue_get_with_thread(issue_id=assignment.item.issue_id)
         # What AssignmentSerializer reads, without reading the assignment again: it is the
         # user's own, of this study's item.
         assignment.item.issue, assignment.annotator = issue, request.user
-        prefetch_related_objects([assignment], LABELS_PREFETCH)
+        assignment_labels_carry(assignment=assignment)
         item = LabelingItem(
             assignment=assignment,
             issue=issue,

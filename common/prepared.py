@@ -207,3 +207,21 @@ def _run(compiled: _Compiled, values: dict[str, Any]) -> list:
             setattr(obj, name, row[position])
         found.append(obj)
     return found
+
+
+def prefetched_carry(instance: Model, name: str, related: list[Model]) -> None:
+    """Carry `related` as `instance.<name>`'s rows, as `prefetch_related` carries them: its
+    manager's `all()` then answers from them without a query. For rows read by a kept query,
+    since a prefetch cannot be kept (the ORM would build and compile it at every call)."""
+    manager = getattr(instance, name)
+    cache_name = (
+        getattr(manager, "prefetch_cache_name", None) or manager.field.remote_field.cache_name
+    )
+    carried = instance.__dict__.setdefault("_prefetched_objects_cache", {})
+    carried.pop(cache_name, None)  # else get_queryset() would give the rows carried before
+    # What Django's own prefetch (prefetch_one_level) leaves on the queryset and the instance:
+    # the relation's queryset, evaluated.
+    queryset = manager.get_queryset()
+    queryset._result_cache = related
+    queryset._prefetch_done = True
+    carried[cache_name] = queryset

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from django.db.models import Exists, OuterRef, Q
 
-from common.prepared import PreparedQuery
+from common.prepared import PreparedQuery, prefetched_carry
 from corpus.models import Issue, IssueComment, LinkedFix, Repository
 
 # What a selection rule (a source's filter, a study's follow) reads of an issue.
@@ -87,15 +87,33 @@ def issue_thread(*, issue: Issue) -> IssueThread:
     )
 
 
+def issue_get_with_thread(*, issue_id: int) -> Issue:
+    """The issue with its repository, its comments (their Markdown source too) and its linked
+    fixes, carried as `prefetch_related` carries them (`issue.comments.all()` reads no more):
+    three queries, kept compiled, for the API's item, which reads them at every request. As
+    `.get()`, Issue.DoesNotExist when there is no such issue."""
+    found = _ISSUE_WITH_REPOSITORY(issue_id=issue_id)
+    if not found:
+        raise Issue.DoesNotExist(f"No issue {issue_id}.")
+    issue = found[0]
+    prefetched_carry(issue, "comments", _ISSUE_COMMENTS(issue_id=issue_id, with_source=True))
+    prefetched_carry(issue, "linked_fixes", _ISSUE_FIXES(issue_id=issue_id))
+    return issue
+
+
 # Every labeling page reads them: built and compiled once (common.prepared).
+_ISSUE_WITH_REPOSITORY = PreparedQuery(
+    lambda *, issue_id: Issue.objects.select_related("repository").filter(pk=issue_id),
+    values=("issue_id",),
+)
 _ISSUE_FIXES = PreparedQuery(
     lambda *, issue_id: LinkedFix.objects.filter(issue_id=issue_id).order_by("kind", "ref"),
     values=("issue_id",),
 )
 _ISSUE_COMMENTS = PreparedQuery(
-    lambda *, issue_id: (
+    lambda *, issue_id, with_source=False: (
         IssueComment.objects.filter(issue_id=issue_id)
-        .defer("body")
+        .defer(*() if with_source else ("body",))
         .order_by("created_at", "github_id")
     ),
     values=("issue_id",),

@@ -33,13 +33,8 @@ from labeling.resolution_rules import (
 from labeling.selectors import study_dimensions
 from taxonomy.models import Category, Dimension
 
+# item id -> annotator username -> dimension key -> category keys, of every submitted assignment
 ItemLabels = dict[int, dict[str, dict[str, frozenset[str]]]]
-
-
-def item_labels(*, item_ids: list[int]) -> ItemLabels:
-    """item id -> annotator username -> dimension key -> category keys, of every submitted
-    assignment of these items, in two queries."""
-    return item_labels_read(item_ids=item_ids).labels
 
 
 class ItemLabelsRead(NamedTuple):
@@ -59,7 +54,7 @@ def item_assignment_rows(*, item_ids: list[int]) -> list[tuple]:
 def item_labels_read(
     *, item_ids: list[int], assignments: list[tuple] | None = None
 ) -> ItemLabelsRead:
-    """`item_labels`, `item_relabels`, the items a tie-breaker settled (as
+    """The items' labels (`ItemLabels`), `item_relabels`, the items a tie-breaker settled (as
     `items_majority_decides` reads them), `item_gold` and `item_assignment_rows`, in one
     statement: whoever needs one of an item's outcomes needs them all. `assignments` when the
     caller read the items' `item_assignment_rows` already (they are not read again)."""

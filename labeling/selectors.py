@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
+from common.prepared import PreparedQuery, prefetched_carry
 from corpus.models import Issue, IssueComment, LinkedFix
 from corpus.selectors import issue_text_fields_of, issue_thread
 from labeling.access import study_list_visible_to
@@ -223,17 +224,55 @@ def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
 
 def assignment_annotations(*, assignment: Assignment) -> dict[int, Annotation]:
     """The assignment's annotations by dimension id, each with its categories (two queries;
-    none for an assignment never saved, which has none: Assignment.version). Unordered: read
-    by dimension, and the models' default orderings would join the study and the codebook only
-    to sort them."""
+    none for an assignment never saved, which has none: Assignment.version)."""
     if not assignment.version:
         return {}
-    return {
-        a.dimension_id: a
-        for a in Annotation.objects.filter(assignment=assignment)
-        .order_by()
-        .prefetch_related(Prefetch("categories", queryset=Category.objects.order_by()))
-    }
+    return {a.dimension_id: a for a in _annotations_read(assignment_id=assignment.pk, shown=False)}
+
+
+def assignment_labels_carry(*, assignment: Assignment) -> None:
+    """The assignment's annotations, each with its dimension and its categories, carried as
+    `assignment.annotations` as `prefetch_related` carries them, in the order
+    AssignmentSerializer shows them (by dimension; categories by position): two queries, none
+    for an assignment never saved."""
+    annotations = (
+        _annotations_read(assignment_id=assignment.pk, shown=True) if assignment.version else []
+    )
+    prefetched_carry(assignment, "annotations", annotations)
+
+
+def _annotations_read(*, assignment_id: int, shown: bool) -> list[Annotation]:
+    """An assignment's annotations with their categories carried; `shown`: with their
+    dimensions, ordered as shown. Kept compiled: every labeling page and save reads them."""
+    annotations = _ANNOTATIONS_OF(assignment_id=assignment_id, shown=shown)
+    chosen: dict[int, list[Category]] = {annotation.pk: [] for annotation in annotations}
+    for link in _CATEGORY_LINKS_OF(assignment_id=assignment_id, shown=shown):
+        chosen[link.annotation_id].append(link.category)
+    for annotation in annotations:
+        prefetched_carry(annotation, "categories", chosen[annotation.pk])
+    return annotations
+
+
+_ANNOTATIONS_OF = PreparedQuery(
+    lambda *, assignment_id, shown: (
+        Annotation.objects.filter(assignment_id=assignment_id)
+        .select_related("dimension")
+        .order_by("dimension__position")
+        if shown
+        # Unordered: read by dimension, and the default ordering would join the dimensions
+        # only to sort them.
+        else Annotation.objects.filter(assignment_id=assignment_id).order_by()
+    ),
+    values=("assignment_id",),
+)
+_CATEGORY_LINKS_OF = PreparedQuery(
+    lambda *, assignment_id, shown: (
+        Annotation.categories.through.objects.filter(annotation__assignment_id=assignment_id)
+        .select_related("category")
+        .order_by(*("category__position", "category_id") if shown else ())
+    ),
+    values=("assignment_id",),
+)
 
 
 def study_overview_counts(*, study: Study) -> dict[str, int]:

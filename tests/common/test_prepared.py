@@ -6,7 +6,8 @@ from django.db.models import F, FilteredRelation, Q
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 
-from common.prepared import PreparedQuery
+from common.prepared import PreparedQuery, prefetched_carry
+from corpus.models import Issue
 from labeling.models import Assignment
 from labeling.services.studies import study_member_add
 
@@ -147,3 +148,21 @@ def test_a_list_of_keys_is_a_shape_for_each_length(study, people, django_assert_
     # An empty list matches nothing, without a query, as the ORM's `__in=[]`.
     with django_assert_num_queries(0):
         assert prepared(ids=[], annotator_id=annotator_id) == []
+
+
+def test_rows_carried_answer_as_a_prefetch_without_a_query(
+    sample_issues, django_assert_num_queries
+):
+    issue = Issue.objects.get(pk=max(sample_issues, key=lambda i: i.comments.count()).pk)
+    stored = list(issue.comments.all())
+    assert len(stored) >= 2
+    with django_assert_num_queries(0):
+        prefetched_carry(issue, "comments", stored[:1])
+        assert list(issue.comments.all()) == stored[:1]
+        assert issue.comments.count() == 1
+        # Carried again: the new rows, not the ones carried before.
+        prefetched_carry(issue, "comments", stored)
+        assert list(issue.comments.all()) == stored
+    # A query of the relation still asks the database, for this issue's rows only.
+    with django_assert_num_queries(1):
+        assert set(issue.comments.filter(github_id__gt=0)) == set(stored)
