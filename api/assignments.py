@@ -2,9 +2,6 @@
 verbs save draft, submit and skip. Blind as the pages are: an annotator reads and writes only
 their own assignments; a study's managers may read any."""
 
-from datetime import datetime, timedelta
-
-from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, viewsets
@@ -13,6 +10,7 @@ from rest_framework.response import Response
 
 from api.exception_handler import ErrorSerializer
 from api.pagination import UncountedPagination
+from api.serializers import datetime_shown
 from corpus.selectors import issue_text_fields_of
 from labeling.access import assignment_list_editable_by, assignment_list_visible_to
 from labeling.models import Annotation, Assignment
@@ -114,15 +112,6 @@ ROW_FIELDS = (
     "item__issue__repository__name", "item__issue__number", "annotator__username", "status",
     "skip_reason", "selection_reason", "started_at", "submitted_at", "seconds_spent", "version",
 )  # fmt: skip
-_DATETIME = serializers.DateTimeField()
-
-
-def _datetime(value: datetime | None) -> str | None:
-    """DRF's DateTimeField output; a moment in UTC (as the database gives it and TIME_ZONE is)
-    written directly, which costs a tenth of the field's own conversion."""
-    if value is not None and value.utcoffset() == timedelta(0) and settings.TIME_ZONE == "UTC":
-        return value.isoformat().replace("+00:00", "Z")
-    return _DATETIME.to_representation(value)
 
 
 def rows_with_labels(rows: list[dict]) -> list[dict]:
@@ -161,8 +150,8 @@ def rows_with_labels(rows: list[dict]) -> list[dict]:
             "status": row["status"],
             "skip_reason": row["skip_reason"],
             "selection_reason": row["selection_reason"],
-            "started_at": _datetime(row["started_at"]),
-            "submitted_at": _datetime(row["submitted_at"]),
+            "started_at": datetime_shown(row["started_at"]),
+            "submitted_at": datetime_shown(row["submitted_at"]),
             "seconds_spent": row["seconds_spent"],
             "version": row["version"],
             "annotations": labels[row["id"]],

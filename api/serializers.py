@@ -1,3 +1,6 @@
+from datetime import datetime, timedelta
+
+from django.conf import settings
 from rest_framework import serializers
 
 from corpus.models import Issue, IssueComment, LinkedFix
@@ -81,6 +84,55 @@ class IssueSerializer(serializers.ModelSerializer):
             "is_pull_request", "created_at", "updated_at", "closed_at", "comments_count",
             "html_url",
         ]  # fmt: skip
+
+
+# What a list row of IssueSerializer reads, as plain values (issue_rows).
+ISSUE_ROW_FIELDS = (
+    "id", "repository__owner", "repository__name", "number", "title", "state", "state_reason",
+    "author", "labels", "is_pull_request", "created_at", "updated_at", "closed_at",
+    "comments_count",
+)  # fmt: skip
+
+
+def issue_rows(rows: list[dict]) -> list[dict]:
+    """IssueSerializer's output for a page of `ISSUE_ROW_FIELDS` values: a page of 100 issues
+    made 100 model instances and 1,400 field conversions otherwise, most of the request."""
+    return [
+        {
+            "id": row["id"],
+            "repository": f"{row['repository__owner']}/{row['repository__name']}",
+            "number": row["number"],
+            "title": row["title"],
+            "state": row["state"],
+            "state_reason": row["state_reason"],
+            "author": row["author"],
+            "labels": [None if label is None else str(label) for label in row["labels"]],
+            "is_pull_request": row["is_pull_request"],
+            "created_at": datetime_shown(row["created_at"]),
+            "updated_at": datetime_shown(row["updated_at"]),
+            "closed_at": datetime_shown(row["closed_at"]),
+            "comments_count": row["comments_count"],
+            "html_url": Issue.html_url_of(
+                row["repository__owner"],
+                row["repository__name"],
+                row["number"],
+                is_pull_request=row["is_pull_request"],
+            ),
+        }
+        for row in rows
+    ]
+
+
+_DATETIME = serializers.DateTimeField()
+
+
+def datetime_shown(value: datetime | None) -> str | None:
+    """DRF's DateTimeField output; a moment in UTC (as the database gives it and TIME_ZONE is)
+    written directly, which costs a tenth of the field's own conversion. For the rows a list
+    builds from plain values."""
+    if value is not None and value.utcoffset() == timedelta(0) and settings.TIME_ZONE == "UTC":
+        return value.isoformat().replace("+00:00", "Z")
+    return _DATETIME.to_representation(value)
 
 
 class IssueCommentSerializer(serializers.ModelSerializer):

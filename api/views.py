@@ -20,6 +20,7 @@ from api.permissions import IsStudyAdjudicator, IsStudyManager, IsStudyMember, S
 from api.report import StudyReportActions
 from api.resolutions import ERRORS, StudyResolutionActions
 from api.serializers import (
+    ISSUE_ROW_FIELDS,
     AgreementQuerySerializer,
     CodebookSerializer,
     CodebookVersionDetailSerializer,
@@ -27,10 +28,10 @@ from api.serializers import (
     IssueSerializer,
     StudyDetailSerializer,
     StudySerializer,
+    issue_rows,
 )
 from api.setup import StudySetupActions
 from corpus.models import Issue
-from corpus.selectors import ISSUE_TEXT_FIELDS
 from labeling.access import (
     codebook_list_visible_to,
     codebook_version_list_visible_to,
@@ -92,12 +93,15 @@ class IssueViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Issue.objects.none()
-        issues = issue_list_visible_to(user=self.request.user).select_related("repository")
+        issues = issue_list_visible_to(user=self.request.user).order_by("repository_id", "number")
         if self.action == "retrieve":
-            issues = issues.prefetch_related("comments", "linked_fixes")
-        else:
-            issues = issues.defer(*ISSUE_TEXT_FIELDS)
-        return issues.order_by("repository_id", "number")
+            return issues.select_related("repository").prefetch_related("comments", "linked_fixes")
+        return issues
+
+    def list(self, request, *args, **kwargs):
+        issues = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(issues.values(*ISSUE_ROW_FIELDS))
+        return self.get_paginated_response(issue_rows(page))
 
 
 class StudyViewSet(

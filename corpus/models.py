@@ -102,8 +102,18 @@ class Issue(models.Model):
 
     @property
     def html_url(self) -> str:
-        kind = "pull" if self.is_pull_request else "issues"
-        return f"https://github.com/{self.repository.owner}/{self.repository.name}/{kind}/{self.number}"
+        return self.html_url_of(
+            self.repository.owner,
+            self.repository.name,
+            self.number,
+            is_pull_request=self.is_pull_request,
+        )
+
+    @staticmethod
+    def html_url_of(owner: str, name: str, number: int, *, is_pull_request: bool) -> str:
+        """An issue's (or pull request's) page on GitHub."""
+        kind = "pull" if is_pull_request else "issues"
+        return f"https://github.com/{owner}/{name}/{kind}/{number}"
 
 
 class IssueComment(models.Model):

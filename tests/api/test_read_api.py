@@ -32,6 +32,28 @@ def test_issues_follow_membership(api, study):
     assert listed("annotator1") == 45  # k = n = 2
 
 
+def test_the_issue_lists_rows_are_the_serializers_output_of_each_issue(api, study, sample_issues):
+    """The list builds its rows from plain values (api.serializers.issue_rows): each row is
+    what IssueSerializer, over the model, gives; the detail route says the same."""
+    from api.serializers import IssueSerializer
+    from corpus.models import Issue
+
+    pull = sample_issues[3]
+    Issue.objects.filter(pk=pull.pk).update(
+        is_pull_request=True, labels=["bug", "good first issue", 7], closed_at=None
+    )
+    rows = api("manager").get("/api/issues/?page_size=200").json()["results"]
+    assert len(rows) == 45
+    models = Issue.objects.select_related("repository").in_bulk([row["id"] for row in rows])
+    for row in rows:
+        assert row == IssueSerializer(models[row["id"]]).data
+    shown = next(row for row in rows if row["id"] == pull.pk)
+    assert shown["html_url"].endswith(f"/pull/{pull.number}")
+    assert shown["labels"] == ["bug", "good first issue", "7"] and shown["closed_at"] is None
+    detail = api("manager").get(f"/api/issues/{pull.pk}/").json()
+    assert {key: detail[key] for key in shown} == shown
+
+
 def test_issue_detail_has_thread_and_sanitised_html(api, study, sample_issues):
     issue = next(i for i in sample_issues if i.comments_count)
     detail = api("manager").get(f"/api/issues/{issue.id}/").json()
