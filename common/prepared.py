@@ -135,7 +135,9 @@ class PreparedQuery(Generic[M]):
             "sql": sql,
             "params": tuple(params),
             "slots": slots,
-            "locks": bool(queryset.query.select_for_update),
+            # As the queryset: a backend without row locks (SQLite) leaves the clause out.
+            "locks": bool(queryset.query.select_for_update)
+            and compiler.connection.features.has_select_for_update,
             "compiler": compiler,
             "converters": compiler.get_converters(fields),
         }

@@ -5,11 +5,12 @@ from collections.abc import Collection, Iterable, Sequence
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, QuerySet
 
 from common.bulk import bulk_insert
 from common.exceptions import ApplicationError
 from common.names import InvalidName, NameKind, name_check
+from common.prepared import PreparedQuery
 from corpus.models import Issue
 from labeling.assignment import least_loaded_assignment
 from labeling.models import Assignment, Membership, Round, Study, StudyItem
@@ -277,68 +278,102 @@ def item_claim_for_annotator(
     already has. Rows are locked with SKIP LOCKED, so two annotators asking at once get different
     items. Must run inside a transaction.
     """
-    if not Membership.objects.filter(
-        study=study, user=user, role=Membership.Role.ANNOTATOR
-    ).exists():
+    if not _ANNOTATOR_MEMBERSHIP(study_id=study.pk, user_id=user.pk):
         return None
-    open_items = StudyItem.objects.filter(
-        study=study, status=StudyItem.Status.OPEN, issue__is_pull_request=False
-    )
-    if held_back:  # rounds that wait for their pilot (labeling.pilot_gate)
-        open_items = open_items.exclude(round_id__in=held_back)
-    held_by_user = Assignment.objects.filter(item=OuterRef("pk"), annotator=user)
     # The least-annotated first, then the oldest: a walk of the index (study, holders, id) of
     # the open items with a place left, which starts at the first of them however many items
     # are held already. Counting every open item's annotators instead cost a pass over the
     # study at every claim.
-    fewest_holders = (
-        open_items.filter(holders__lt=F("annotators_needed"))
-        .exclude(Exists(held_by_user))
-        .order_by("holders", "id")
-        .values_list("id", flat=True)[:CLAIM_CANDIDATES]
-    )
-    assignment = _claim_first_free(fewest_holders, user=user)
+    held_back = sorted(held_back)
+    arguments = {"study_id": study.pk, "user_id": user.pk, "held_back": held_back}
+    assignment = _claim_first_free(_FEWEST_HOLDERS(**arguments), user=user)
     if assignment is not None:
         return assignment
     # `holders` is counted again wherever a service adds or removes assignments; one removed
     # another way (an account deleted, with its assignments) leaves it too high until the item
     # changes next. Counting finds such an item, once the others are taken.
-    least_annotated = (
-        open_items.exclude(Exists(held_by_user))
-        .annotate(n_assigned=Count("assignments"))
-        .filter(n_assigned__lt=F("annotators_needed"))
-        .order_by("n_assigned", "id")
-        .values_list("id", flat=True)[:CLAIM_CANDIDATES]
-    )
-    return _claim_first_free(least_annotated, user=user)
+    return _claim_first_free(_LEAST_ANNOTATED(**arguments), user=user)
 
 
-def _claim_first_free(candidate_ids: QuerySet, *, user: AbstractBaseUser) -> Assignment | None:
-    for item_id in candidate_ids:
+def _claim_first_free(candidates: list[tuple[int]], *, user: AbstractBaseUser) -> Assignment | None:
+    for (item_id,) in candidates:
         # Lock one candidate at a time: another annotator holding it makes us skip to the next
         # rather than wait, and never blocks the other candidates.
-        needed = list(
-            StudyItem.objects.select_for_update(skip_locked=True)
-            .filter(id=item_id)
-            .order_by()  # the default ordering would join, and so lock, the study row
-            .values_list("annotators_needed", flat=True)
-        )
+        needed = _CANDIDATE_LOCKED(item_id=item_id)
         if not needed:
             continue
         # Counted again under the lock: a claim that committed meanwhile is seen now.
-        holders = Assignment.objects.filter(item_id=item_id).aggregate(
-            others=Count("id", filter=~Q(annotator=user)), own=Count("id", filter=Q(annotator=user))
-        )
-        if holders["others"] >= needed[0] or holders["own"]:
+        holders = [annotator_id for (annotator_id,) in _ITEM_HOLDERS(item_id=item_id)]
+        others, own = len(holders) - holders.count(user.pk), holders.count(user.pk)
+        if others >= needed[0][0] or own:
             continue
         claimed = Assignment.objects.create(
             item_id=item_id,
             annotator=user,
-            selection_reason=f"least-annotated ({holders['others']} of {needed[0]} before)",
+            selection_reason=f"least-annotated ({others} of {needed[0][0]} before)",
         )
         items_holders_recount(item_ids=[item_id])
         return claimed
     return None
+
+
+def _open_items(study_id: int, user_id: int, held_back: list[int]) -> tuple[QuerySet, Exists]:
+    """The study's open items, less the rounds held back (labeling.pilot_gate), and whether the
+    user holds one already."""
+    items = StudyItem.objects.filter(
+        study_id=study_id, status=StudyItem.Status.OPEN, issue__is_pull_request=False
+    )
+    if held_back:
+        items = items.exclude(round_id__in=held_back)
+    return items, Exists(Assignment.objects.filter(item=OuterRef("pk"), annotator_id=user_id))
+
+
+def _fewest_holders(*, study_id: int, user_id: int, held_back: list[int]) -> QuerySet:
+    items, held_by_user = _open_items(study_id, user_id, held_back)
+    return (
+        items.filter(holders__lt=F("annotators_needed"))
+        .exclude(held_by_user)
+        .order_by("holders", "id")
+        .values_list("id")[:CLAIM_CANDIDATES]
+    )
+
+
+def _least_annotated(*, study_id: int, user_id: int, held_back: list[int]) -> QuerySet:
+    items, held_by_user = _open_items(study_id, user_id, held_back)
+    return (
+        items.exclude(held_by_user)
+        .annotate(n_assigned=Count("assignments"))
+        .filter(n_assigned__lt=F("annotators_needed"))
+        .order_by("n_assigned", "id")
+        .values_list("id")[:CLAIM_CANDIDATES]
+    )
+
+
+# A claim runs at every "next" once the user's own items are done (and in the submit that
+# finished them): its queries are built and compiled once (common.prepared).
+_ANNOTATOR_MEMBERSHIP = PreparedQuery(
+    lambda *, study_id, user_id: Membership.objects.filter(
+        study_id=study_id, user_id=user_id, role=Membership.Role.ANNOTATOR
+    ).values_list("id")[:1],
+    values=("study_id", "user_id"),
+)
+_FEWEST_HOLDERS = PreparedQuery(_fewest_holders, values=("study_id", "user_id", "held_back"))
+_LEAST_ANNOTATED = PreparedQuery(_least_annotated, values=("study_id", "user_id", "held_back"))
+_CANDIDATE_LOCKED = PreparedQuery(
+    lambda *, item_id: (
+        StudyItem.objects.select_for_update(skip_locked=True)
+        .filter(id=item_id)
+        .order_by()  # the default ordering would join, and so lock, the study row
+        .values_list("annotators_needed")
+    ),
+    values=("item_id",),
+)
+_ITEM_HOLDERS = PreparedQuery(
+    lambda *, item_id: (
+        Assignment.objects.filter(item_id=item_id).order_by().values_list("annotator_id")
+    ),
+    values=("item_id",),
+)
 
 
 @transaction.atomic(savepoint=False)  # its callers do not go on after an error

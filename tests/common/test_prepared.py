@@ -103,7 +103,10 @@ def test_a_lock_outside_a_transaction_is_refused_as_the_queryset_refuses_it(stud
     with transaction.atomic():
         assert prepared(**arguments, lock=True)
     if not connection.features.has_select_for_update:
-        return  # SQLite takes no row locks: the queryset does not refuse it either
+        # SQLite takes no row locks: neither the queryset nor the kept query refuses it.
+        assert list(_assignments(**arguments, lock=True))
+        assert prepared(**arguments, lock=True)
+        return
     with pytest.raises(TransactionManagementError):
         list(_assignments(**arguments, lock=True))
     with pytest.raises(TransactionManagementError):
