@@ -386,7 +386,9 @@ def _item_for_discussion(study: Study, user, item_id: str) -> StudyItem:
     if item is not None:
         return item
     assignment = assignment_get_for_annotator(study=study, item_id=item_id, user=user)
-    if assignment is None or not item_can_discuss(item=assignment.item, user=user):
+    if assignment is None or not item_can_discuss(
+        item=assignment.item, user=user, assignment=assignment
+    ):
         raise NotFound("No such item.")
     return assignment.item
 
@@ -463,7 +465,10 @@ class StudyResolutionActions:
         item = _item_for_discussion(study, request.user, item_id)
         outcome = ItemOutcome(
             item=item,
-            gold=[resolution_data(resolution) for resolution in item_gold_list(item=item)],
+            gold=[
+                resolution_data(resolution)
+                for resolution in item_gold_list(item=item, version=study.codebook_version)
+            ],
             discussion=discussion_of(item=item),
         )
         return Response(ItemOutcomeSerializer(outcome).data)

@@ -385,14 +385,21 @@ def item_blind_annotators(*, item: StudyItem) -> QuerySet[AbstractBaseUser]:
     )
 
 
-def item_can_discuss(*, item: StudyItem, user: User) -> bool:
+def item_can_discuss(*, item: StudyItem, user: User, assignment: Assignment | None = None) -> bool:
     """Who reads and writes an item's discussion and sees its gold labels: the study's
     adjudicators and managers, and the annotators of the item once they submitted their own
-    labels (never before, so that nobody learns the answer before giving theirs)."""
+    labels (never before, so that nobody learns the answer before giving theirs).
+    `assignment`: the user's assignment of the item, when the caller read it in this request;
+    its status is not read again (a user holds at most one assignment of an item)."""
     if not user.is_authenticated:
         return False
     if item_can_resolve(roles=study_roles(study=item.study, user=user)):
         return True
+    if assignment is not None and (assignment.item_id, assignment.annotator_id) == (
+        item.pk,
+        user.pk,
+    ):
+        return assignment.status == Assignment.Status.SUBMITTED
     return Assignment.objects.filter(
         item=item, annotator=user, status=Assignment.Status.SUBMITTED
     ).exists()

@@ -10,9 +10,19 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import BooleanField, CharField, Count, JSONField, Prefetch, Q, QuerySet, Value
+from django.db.models import (
+    BooleanField,
+    CharField,
+    Count,
+    F,
+    JSONField,
+    Prefetch,
+    Q,
+    QuerySet,
+    Value,
+)
 
-from common.prepared import PreparedQuery
+from common.prepared import PreparedQuery, prefetched_carry
 from labeling.access import item_blind_annotators
 from labeling.models import (
     Annotation,
@@ -31,7 +41,8 @@ from labeling.resolution_rules import (
     item_outcomes,
 )
 from labeling.selectors import study_dimensions
-from taxonomy.models import Category, Dimension
+from taxonomy.models import Category, CodebookVersion, Dimension
+from taxonomy.selectors import categories_of_version
 
 # item id -> annotator username -> dimension key -> category keys, of every submitted assignment
 ItemLabels = dict[int, dict[str, dict[str, frozenset[str]]]]
@@ -525,14 +536,42 @@ def discussion_of(*, item: StudyItem) -> list[DiscussionComment]:
     )
 
 
-def item_gold_list(*, item: StudyItem) -> list[Resolution]:
-    """The gold labels of an item so far, in codebook order, with who decided and how."""
-    return list(
-        Resolution.objects.filter(item=item)
+def item_gold_list(*, item: StudyItem, version: CodebookVersion) -> list[Resolution]:
+    """The gold labels of an item so far, in codebook order, with who decided and how, and
+    their categories carried (`resolution.categories.all()`), in one query: the categories come
+    from the study's codebook `version` as it is kept (taxonomy.selectors.categories_of_version).
+    One of another version, which a codebook change left to be decided again, is read besides.
+    """
+    resolutions: dict[int, Resolution] = {}
+    chosen: dict[int, list[int]] = {}
+    for row in _GOLD_OF_ITEM(item_id=item.pk):  # a row per category, or one with none
+        resolutions.setdefault(row.pk, row)
+        if row.chosen_category_id is not None:
+            chosen.setdefault(row.pk, []).append(row.chosen_category_id)
+    categories = {category.pk: category for category in categories_of_version(version=version)}
+    others = {pk for ids in chosen.values() for pk in ids} - categories.keys()
+    if others:
+        categories |= Category.objects.in_bulk(others)
+    for pk, resolution in resolutions.items():
+        ordered = sorted((categories[i] for i in chosen.get(pk, [])), key=_codebook_order)
+        prefetched_carry(resolution, "categories", ordered)
+    return list(resolutions.values())
+
+
+def _codebook_order(category: Category) -> tuple[int, int]:
+    return (category.position, category.pk)
+
+
+# Every page of an item its annotator submitted reads it: built and compiled once.
+_GOLD_OF_ITEM = PreparedQuery(
+    lambda *, item_id: (
+        Resolution.objects.filter(item_id=item_id)
         .select_related("dimension", "decided_by")
-        .prefetch_related("categories")
-        .order_by("dimension__position")
-    )
+        .annotate(chosen_category_id=F("categories__id"))
+        .order_by("dimension__position", "id")
+    ),
+    values=("item_id",),
+)
 
 
 def tiebreaker_candidates(*, item: StudyItem) -> list[AbstractBaseUser]:

@@ -1,6 +1,8 @@
 """Reads of what a codebook change left to re-check: an annotator's labels whose category was
 split or removed, and gold labels in the same case (labeling.services.codebook_migration)."""
 
+from collections.abc import Iterable
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import F, Q, QuerySet
 
@@ -32,9 +34,15 @@ def recheck_count_for_annotator(*, study: Study, user: AbstractBaseUser) -> int:
     ).count()
 
 
-def assignment_has_recheck(*, assignment: Assignment) -> bool:
+def assignment_has_recheck(
+    *, assignment: Assignment, annotations: Iterable[Annotation] | None = None
+) -> bool:
     """Whether some label of the assignment waits to be re-checked (the labeling page stays
-    writable for it even when the item went to resolution)."""
+    writable for it even when the item went to resolution). `annotations`: all of the
+    assignment's, when the caller read them (`labeling.selectors.assignment_annotations`);
+    they are not read again."""
+    if annotations is not None:
+        return any(annotation.needs_review_since is not None for annotation in annotations)
     return assignment.annotations.filter(needs_review_since__isnull=False).exists()
 
 

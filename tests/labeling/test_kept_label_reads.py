@@ -135,3 +135,90 @@ def test_an_issue_comes_with_its_thread_as_the_prefetch_gives_it(
 def test_an_issue_not_there_is_does_not_exist_as_with_get(db):
     with pytest.raises(Issue.DoesNotExist):
         issue_get_with_thread(issue_id=987_654)
+
+
+SUBMITTED = {
+    "screening": DimensionAnswer(category_keys=["include"]),
+    "symptom": DimensionAnswer(category_keys=["crash"]),
+    "root_cause": DimensionAnswer(category_keys=["api_misuse"]),
+    "fix_pattern": DimensionAnswer(category_keys=["fix_api_usage"]),
+    "training_stage": DimensionAnswer(category_keys=["installation_build"]),
+    "debugging_practice": DimensionAnswer(
+        category_keys=["version_bisection", "error_message_analysis"]
+    ),
+}
+
+
+def _item_both_submitted(study, people):
+    """An item both annotators submitted with the same answers: its consensus gold labels."""
+    first = item_next_for_annotator(study=study, user=people["annotator1"])
+    for name in ("annotator1", "annotator2"):
+        assignment = Assignment.objects.get(item=first.item, annotator=people[name])
+        assignment_save(assignment=assignment, user=people[name], answers=SUBMITTED, submit=True)
+    return first.item
+
+
+def test_an_items_gold_labels_are_read_in_one_query_as_the_prefetch_gives_them(
+    study, people, codebook_version, django_assert_num_queries
+):
+    from labeling.disagreements import item_gold_list
+    from labeling.models import Resolution
+    from taxonomy.services import codebook_load
+
+    item = _item_both_submitted(study, people)
+    item_gold_list(item=item, version=codebook_version)  # the version's categories kept
+    with django_assert_num_queries(1):
+        item_gold_list(item=item, version=codebook_version)
+    # A category of another version, as a codebook change leaves one to be decided again: read
+    # besides.
+    other_version, _ = codebook_load(
+        data={
+            "name": "another",
+            "dimensions": [
+                {"key": "symptom", "name": "Symptom", "categories": [{"key": "x", "name": "X"}]}
+            ],
+        },
+        publish=True,
+    )
+    flagged = Resolution.objects.get(item=item, dimension__key="symptom")
+    flagged.categories.add(Category.objects.get(dimension__version=other_version, key="x"))
+    orms = list(
+        Resolution.objects.filter(item=item)
+        .select_related("dimension", "decided_by")
+        .prefetch_related("categories")
+        .order_by("dimension__position")
+    )
+    with django_assert_num_queries(2):
+        gold = item_gold_list(item=item, version=codebook_version)
+
+    def shown(resolutions):
+        return [
+            (r.pk, r.dimension.key, r.method, [c.key for c in r.categories.all()])
+            for r in resolutions
+        ]
+
+    with django_assert_num_queries(0):
+        ours = shown(gold)
+    # The same labels; within the codebook's version in the codebook's order (below), the one
+    # left from another version after or before them.
+    assert [(*row[:3], sorted(row[3])) for row in ours] == [
+        (*row[:3], sorted(row[3])) for row in shown(orms)
+    ]
+    by_dimension = {key: keys for _, key, _, keys in ours}
+    assert by_dimension["debugging_practice"] == ["error_message_analysis", "version_bisection"]
+    assert sorted(by_dimension["symptom"]) == ["crash", "x"]
+    assert any(keys == [] for keys in by_dimension.values())  # "none applies" is a gold label
+
+
+def test_the_page_of_a_submitted_item_shows_its_outcome_in_twelve_queries(
+    study, people, client, django_assert_max_num_queries
+):
+    item = _item_both_submitted(study, people)
+    client.force_login(people["annotator1"])
+    client.get(f"/studies/demo/items/{item.pk}/")  # the codebook's trees kept
+    with django_assert_max_num_queries(12):
+        page = client.get(f"/studies/demo/items/{item.pk}/")
+    html = page.content.decode()
+    assert page.status_code == 200 and "Outcome of this item" in html
+    assert html.count('class="chip gold-chip"') == 7  # two on debugging practice
+    assert "none applies" in html

@@ -281,7 +281,7 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     locked = (
         assignment.status == Assignment.Status.SUBMITTED
         and assignment.item.status != StudyItem.Status.OPEN
-        and not assignment_has_recheck(assignment=assignment)
+        and not assignment_has_recheck(assignment=assignment, annotations=page.annotations.values())
     )
     return render(
         request,
@@ -292,7 +292,7 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
             "page": page,
             "fieldsets": dimension_fieldsets(page, version=study.codebook_version, locked=locked),
             "facets": page.issue.facets or {},
-            "outcome": _outcome(request, assignment),
+            "outcome": _outcome(request, study, assignment),
             "locked": locked,
             "similar": item_similar_issues(study=study, item=assignment.item, user=request.user),
         },
@@ -300,16 +300,16 @@ def label_item(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     )
 
 
-def _outcome(request: HttpRequest, assignment: Assignment) -> dict | None:
+def _outcome(request: HttpRequest, study: Study, assignment: Assignment) -> dict | None:
     """What an annotator sees of an item's resolution: the gold labels and the discussion, once
     they submitted their own labels (never before: labeling is blind) and there is something to
     see or the item went to resolution."""
     item = assignment.item
     if assignment.status != Assignment.Status.SUBMITTED or not item_can_discuss(
-        item=item, user=request.user
+        item=item, user=request.user, assignment=assignment
     ):
         return None
-    gold = item_gold_list(item=item)
+    gold = item_gold_list(item=item, version=study.codebook_version)
     discussion = discussion_of(item=item)
     if not gold and not discussion and item.status == StudyItem.Status.OPEN:
         return None
