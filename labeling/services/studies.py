@@ -284,8 +284,7 @@ def item_claim_for_annotator(
     # the open items with a place left, which starts at the first of them however many items
     # are held already. Counting every open item's annotators instead cost a pass over the
     # study at every claim.
-    held_back = sorted(held_back)
-    arguments = {"study_id": study.pk, "user_id": user.pk, "held_back": held_back}
+    arguments = {"study_id": study.pk, "user_id": user.pk, "held_back": sorted(held_back)}
     assignment = _claim_first_free(_FEWEST_HOLDERS(**arguments), user=user)
     if assignment is not None:
         return assignment
@@ -299,18 +298,20 @@ def _claim_first_free(candidates: list[tuple[int]], *, user: AbstractBaseUser) -
     for (item_id,) in candidates:
         # Lock one candidate at a time: another annotator holding it makes us skip to the next
         # rather than wait, and never blocks the other candidates.
-        needed = _CANDIDATE_LOCKED(item_id=item_id)
-        if not needed:
+        locked = _CANDIDATE_LOCKED(item_id=item_id)
+        if not locked:
             continue
+        ((needed,),) = locked
         # Counted again under the lock: a claim that committed meanwhile is seen now.
         holders = [annotator_id for (annotator_id,) in _ITEM_HOLDERS(item_id=item_id)]
-        others, own = len(holders) - holders.count(user.pk), holders.count(user.pk)
-        if others >= needed[0][0] or own:
+        own = holders.count(user.pk)
+        others = len(holders) - own
+        if others >= needed or own:
             continue
         claimed = Assignment.objects.create(
             item_id=item_id,
             annotator=user,
-            selection_reason=f"least-annotated ({others} of {needed[0][0]} before)",
+            selection_reason=f"least-annotated ({others} of {needed} before)",
         )
         items_holders_recount(item_ids=[item_id])
         return claimed
