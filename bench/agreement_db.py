@@ -72,7 +72,13 @@ def child(database_url: str, n_items: int) -> None:
     )
     Assignment.objects.bulk_create(
         [
-            Assignment(item_id=item_id, annotator=user, status="submitted", submitted_at=now)
+            Assignment(
+                item_id=item_id,
+                study=study,
+                annotator=user,
+                status="submitted",
+                submitted_at=now,
+            )
             for item_id in StudyItem.objects.values_list("id", flat=True)
             for user in users
         ],

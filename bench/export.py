@@ -141,7 +141,13 @@ def studies_build(sizes: dict[str, int]) -> float:
         item_ids = [item.pk for item in items]
         assignments = Assignment.objects.bulk_create(
             (
-                Assignment(item_id=item_id, annotator=user, status="submitted", submitted_at=now)
+                Assignment(
+                    item_id=item_id,
+                    study=study,
+                    annotator=user,
+                    status="submitted",
+                    submitted_at=now,
+                )
                 for item_id in item_ids
                 for user in users
             ),

@@ -112,7 +112,7 @@ def child(database_url: str, n_issues: int, k: int) -> None:
     # Each item to k of the two annotators: with k = 1, half of the items to each.
     Assignment.objects.bulk_create(
         [
-            Assignment(item_id=item_id, annotator=users[(item_id + j) % 2])
+            Assignment(item_id=item_id, study=study, annotator=users[(item_id + j) % 2])
             for item_id in StudyItem.objects.values_list("id", flat=True)
             for j in range(k)
         ],

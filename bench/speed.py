@@ -115,7 +115,7 @@ def child(database_url: str, size: int) -> None:
         batch_size=5000,
     )
 
-    def study_of_all(slug: str, k: int, annotators: list) -> list[int]:
+    def study_of_all(slug: str, k: int, annotators: list) -> tuple:
         study = study_create(
             slug=slug, name=slug, codebook_version=version, k=k, managers=[manager]
         )
@@ -129,13 +129,19 @@ def child(database_url: str, size: int) -> None:
 
         for user in annotators:
             study_member_add(study=study, user=user, role="annotator")
-        return item_ids
+        return study, item_ids
 
     # "agree": every item labeled by 3 raters on the 9 dimensions, for the report and export.
-    agree_items = study_of_all("agree", 3, raters)
+    agree, agree_items = study_of_all("agree", 3, raters)
     Assignment.objects.bulk_create(
         [
-            Assignment(item_id=item_id, annotator=user, status="submitted", submitted_at=now)
+            Assignment(
+                item_id=item_id,
+                study=agree,
+                annotator=user,
+                status="submitted",
+                submitted_at=now,
+            )
             for item_id in agree_items
             for user in raters
         ],
@@ -144,23 +150,30 @@ def child(database_url: str, size: int) -> None:
     labels_made(version=version)
 
     # "label": every item to one annotator, to open and submit.
-    label_items = study_of_all("label", 1, [labeler])
+    label, label_items = study_of_all("label", 1, [labeler])
     Assignment.objects.bulk_create(
-        [Assignment(item_id=item_id, annotator=labeler) for item_id in label_items],
+        [Assignment(item_id=i, study=label, annotator=labeler) for i in label_items],
         batch_size=5000,
     )
     # "pair": every item to the labeler and a rater (k = 2), to submit the first of two labels:
     # most submits of a study with k >= 2 leave the item open for the others.
-    pair_items = study_of_all("pair", 2, [labeler, raters[0]])
+    pair, pair_items = study_of_all("pair", 2, [labeler, raters[0]])
     Assignment.objects.bulk_create(
-        [Assignment(item_id=i, annotator=u) for i in pair_items for u in (labeler, raters[0])],
+        [
+            Assignment(item_id=i, study=pair, annotator=u)
+            for i in pair_items
+            for u in (labeler, raters[0])
+        ],
         batch_size=5000,
     )
     # "claim": k = 2, handed out as people go; a rater holds three quarters of the items once,
     # as in the first pass through a study, and the labeler claims the next item.
-    claim_items = study_of_all("claim", 2, [labeler, raters[1]])
+    claim, claim_items = study_of_all("claim", 2, [labeler, raters[1]])
     Assignment.objects.bulk_create(
-        [Assignment(item_id=i, annotator=raters[1]) for i in claim_items[: size * 3 // 4]],
+        [
+            Assignment(item_id=i, study=claim, annotator=raters[1])
+            for i in claim_items[: size * 3 // 4]
+        ],
         batch_size=5000,
     )
     # Counted as the services count them when they hand items out.

@@ -67,11 +67,10 @@ def queue_for_annotator(
 ) -> QuerySet[Assignment]:
     """The annotator's assignments in the study, by item; not those of rounds `held_back` by
     the pilot gate (labeling.pilot_gate)."""
-    # The study's items as a subquery rather than a join, so that the database walks one's
-    # assignments in item order (assignment_queue_order) instead of sorting the study's items.
-    in_study = StudyItem.objects.filter(study=study).values("id")
+    # The assignment's own study, so that the database walks one's assignments in the study in
+    # item order (assignment_queue_order) instead of sorting the study's items.
     assignments = (
-        Assignment.objects.filter(item_id__in=in_study, annotator=user)
+        Assignment.objects.filter(study=study, annotator=user)
         .select_related("item__issue__repository")
         .defer(*issue_text_fields_of("item__issue"))
     )
@@ -186,7 +185,7 @@ def _held_next_sql(held_back: int, *, ranged: bool, gated: bool) -> str:
 
 
 def queue_progress(*, study: Study, user: AbstractBaseUser) -> QueueProgress:
-    counts = Assignment.objects.filter(item__study=study, annotator=user).aggregate(
+    counts = Assignment.objects.filter(study=study, annotator=user).aggregate(
         total=Count("id"),
         done=Count("id", filter=Q(status=Assignment.Status.SUBMITTED)),
         drafts=Count("id", filter=Q(status=Assignment.Status.DRAFT)),

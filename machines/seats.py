@@ -195,7 +195,11 @@ def machine_seats_take(*, annotator: MachineAnnotator) -> tuple[int, int]:
             )
             withdrawn.append(person.pk)
             loads[person.annotator_id] = loads.get(person.annotator_id, 0) - 1
-        seats.append(Assignment(item=item, annotator=user, selection_reason=SEAT_REASON))
+        seats.append(
+            Assignment(
+                item=item, study_id=item.study_id, annotator=user, selection_reason=SEAT_REASON
+            )
+        )
     Assignment.objects.filter(pk__in=withdrawn).delete()
     Assignment.objects.bulk_create(seats)
     items_holders_recount(item_ids=[seat.item_id for seat in seats])

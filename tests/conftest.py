@@ -59,12 +59,13 @@ DATABASE_FIXTURES = {"db", "transactional_db", "_django_db_helper"}
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """After every test that used the database, each study item's `holders` must still be its
-    number of assignments: whatever a test did through the services kept it counted."""
+    number of assignments, and each assignment's study its item's: whatever a test did through
+    the services kept them right."""
     result = yield
     if DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
         from django.db.models import Count, F
 
-        from labeling.models import StudyItem
+        from labeling.models import Assignment, StudyItem
 
         miscounted = list(
             StudyItem.objects.annotate(n=Count("assignments"))
@@ -72,6 +73,12 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
             .values_list("id", "holders", "n")[:5]
         )
         assert not miscounted, f"items with miscounted holders (id, kept, real): {miscounted}"
+        elsewhere = list(
+            Assignment.objects.exclude(study_id=F("item__study_id")).values_list(
+                "id", "study_id", "item__study_id"
+            )[:5]
+        )
+        assert not elsewhere, f"assignments of another study than their item's: {elsewhere}"
     return result
 
 

@@ -205,6 +205,10 @@ REST_FRAMEWORK = {
     # JSON only, refusing too-deep nesting (a 400, not a 500). A form or multipart body is a
     # 415: it cannot carry the nested `answers` of a draft, which were silently dropped.
     "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "api.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
     # DRF's own reading of TRUSTED_PROXY_COUNT (its default, None, trusts the header outright).
     "NUM_PROXIES": TRUSTED_PROXY_COUNT,

@@ -751,6 +751,7 @@ def _assignments_submit(
     "imported") and marked submitted, their version raised: (item id, user id) -> assignment,
     in four queries however many pairs."""
     item_ids = {item.id for item, _ in pairs}
+    study_of = {item.id: item.study_id for item, _ in pairs}
     user_ids = {user.pk for _, user in pairs}
     wanted = {(item.id, user.pk) for item, user in pairs}
 
@@ -765,7 +766,12 @@ def _assignments_submit(
 
     created = Assignment.objects.bulk_create(
         [
-            Assignment(item_id=item_id, annotator_id=user_id, selection_reason="imported")
+            Assignment(
+                item_id=item_id,
+                study_id=study_of[item_id],
+                annotator_id=user_id,
+                selection_reason="imported",
+            )
             for item_id, user_id in sorted(wanted - found().keys())
         ]
     )

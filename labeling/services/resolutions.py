@@ -305,7 +305,11 @@ def _item_relabel(*, item: StudyItem, decided: Dimension, user: AbstractBaseUser
     Assignment.objects.bulk_create(
         [
             Assignment(
-                item=item, annotator=annotator, dimension_keys=scope, selection_reason=reason[:200]
+                item=item,
+                study_id=item.study_id,
+                annotator=annotator,
+                dimension_keys=scope,
+                selection_reason=reason[:200],
             )
             for annotator in candidates[:needed]
         ]
@@ -512,6 +516,7 @@ def item_tiebreaker_request(
         ]
     tiebreaker = Assignment.objects.create(
         item=item,
+        study_id=item.study_id,
         annotator=annotator,
         is_tiebreaker=True,
         dimension_keys=scope,

@@ -398,6 +398,7 @@ def annotator_open_items_reassign(
             assignment.save(update_fields=["status", "skip_reason", "version"])
             Assignment.objects.create(
                 item=assignment.item,
+                study_id=assignment.study_id,
                 annotator=target,
                 selection_reason=reason,
                 is_tiebreaker=assignment.is_tiebreaker,

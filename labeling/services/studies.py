@@ -262,7 +262,14 @@ def items_assign(
         (chosen,) = least_loaded_assignment([need], free, loads)
         for name in chosen:
             loads[name] = loads.get(name, 0) + 1
-            new.append(Assignment(item=item, annotator=by_name[name], selection_reason=reason))
+            new.append(
+                Assignment(
+                    item=item,
+                    study_id=item.study_id,
+                    annotator=by_name[name],
+                    selection_reason=reason,
+                )
+            )
     Assignment.objects.bulk_create(new)
     items_holders_recount(item_ids=[assignment.item_id for assignment in new])
 
@@ -285,16 +292,18 @@ def item_claim_for_annotator(
     # are held already. Counting every open item's annotators instead cost a pass over the
     # study at every claim.
     arguments = {"study_id": study.pk, "user_id": user.pk, "held_back": sorted(held_back)}
-    assignment = _claim_first_free(_FEWEST_HOLDERS(**arguments), user=user)
+    assignment = _claim_first_free(_FEWEST_HOLDERS(**arguments), study=study, user=user)
     if assignment is not None:
         return assignment
     # `holders` is counted again wherever a service adds or removes assignments; one removed
     # another way (an account deleted, with its assignments) leaves it too high until the item
     # changes next. Counting finds such an item, once the others are taken.
-    return _claim_first_free(_LEAST_ANNOTATED(**arguments), user=user)
+    return _claim_first_free(_LEAST_ANNOTATED(**arguments), study=study, user=user)
 
 
-def _claim_first_free(candidates: list[tuple[int]], *, user: AbstractBaseUser) -> Assignment | None:
+def _claim_first_free(
+    candidates: list[tuple[int]], *, study: Study, user: AbstractBaseUser
+) -> Assignment | None:
     for (item_id,) in candidates:
         # Lock one candidate at a time: another annotator holding it makes us skip to the next
         # rather than wait, and never blocks the other candidates.
@@ -310,6 +319,7 @@ def _claim_first_free(candidates: list[tuple[int]], *, user: AbstractBaseUser) -
             continue
         claimed = Assignment.objects.create(
             item_id=item_id,
+            study=study,
             annotator=user,
             selection_reason=f"least-annotated ({others} of {needed} before)",
         )

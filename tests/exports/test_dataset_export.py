@@ -427,7 +427,7 @@ def test_the_study_is_read_a_chunk_at_a_time_with_flat_memory_and_queries_per_ch
     )
     Assignment.objects.bulk_create(
         [
-            Assignment(item=item, annotator=people["annotator1"], status="submitted")
+            Assignment(item=item, study=study, annotator=people["annotator1"], status="submitted")
             for item in study.items.all()
         ]
     )

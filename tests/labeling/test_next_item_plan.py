@@ -1,7 +1,8 @@
 """Finding an annotator's next item reads a few index entries however far into the study they
 are: PostgreSQL's plan of the statement, run on a study where the annotator submitted every
-item but the last few, or every one; and claiming one in a study handed out as people go
-reads a few rows however many items are held already."""
+item but the last few, or every one; claiming one in a study handed out as people go reads a
+few rows however many items are held already; and one's queue and progress in a study read
+one's assignments in it, none of another study and no item."""
 
 import json
 
@@ -12,7 +13,12 @@ from django.utils import timezone
 
 from corpus.models import Issue, Repository
 from labeling.models import Assignment, StudyItem
-from labeling.selectors import assignment_held_next, assignment_held_next_ungated
+from labeling.selectors import (
+    assignment_held_next,
+    assignment_held_next_ungated,
+    queue_for_annotator,
+    queue_progress,
+)
 from labeling.services.holders import items_holders_recount
 from labeling.services.studies import item_claim_for_annotator, study_create, study_member_add
 from tests.conftest import require_postgres
@@ -25,6 +31,13 @@ def _rows_read(plan: dict) -> int:
     node_rows = plan.get("Actual Rows", 0) * plan.get("Actual Loops", 1)
     removed = plan.get("Rows Removed by Filter", 0) + plan.get("Rows Removed by Index Recheck", 0)
     return node_rows + removed + sum(_rows_read(child) for child in plan.get("Plans", []))
+
+
+def _most_rows_of_a_step(plan: dict) -> int:
+    """The most rows one node of an EXPLAIN ANALYZE plan returned or filtered out."""
+    node_rows = plan.get("Actual Rows", 0) * plan.get("Actual Loops", 1)
+    removed = plan.get("Rows Removed by Filter", 0) + plan.get("Rows Removed by Index Recheck", 0)
+    return max([node_rows + removed, *map(_most_rows_of_a_step, plan.get("Plans", []))])
 
 
 def _study_of_new_issues(slug: str, codebook_version, annotators) -> tuple:
@@ -66,6 +79,7 @@ def study_far_along(db, codebook_version, make_user):
     Assignment.objects.bulk_create(
         Assignment(
             item_id=item_id,
+            study=study,
             annotator=user,
             status=(
                 Assignment.Status.SUBMITTED
@@ -99,11 +113,21 @@ def _plan_of_next(study, user, read=assignment_held_next) -> tuple[Assignment | 
     with CaptureQueriesContext(connection) as captured:
         held = read(study=study, user=user)
     assert len(captured) == 1
+    plan = _plan_of(captured[0]["sql"])
+    return held, _rows_read(plan)
+
+
+def _plan_of(sql: str) -> dict:
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + captured[0]["sql"])
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql)
         (plan,) = cursor.fetchone()
     plan = plan if isinstance(plan, list) else json.loads(plan)
-    return held, _rows_read(plan[0]["Plan"])
+    return plan[0]["Plan"]
+
+
+def _relations(plan: dict) -> set[str]:
+    own = {plan["Relation Name"]} if "Relation Name" in plan else set()
+    return own.union(*(_relations(child) for child in plan.get("Plans", [])))
 
 
 @pytest.mark.parametrize("read", NEXT_READS)
@@ -142,7 +166,9 @@ def study_handed_out_as_people_go(db, codebook_version, make_user):
     ahead, newcomer = make_user("ahead"), make_user("newcomer")
     study, items = _study_of_new_issues("claims", codebook_version, (ahead, newcomer))
     held = items[: ITEMS * 3 // 4]
-    Assignment.objects.bulk_create(Assignment(item_id=item_id, annotator=ahead) for item_id in held)
+    Assignment.objects.bulk_create(
+        Assignment(item_id=item_id, study=study, annotator=ahead) for item_id in held
+    )
     items_holders_recount(item_ids=held)
     return study, newcomer, items
 
@@ -177,3 +203,45 @@ def test_a_claim_still_finds_an_item_whose_count_of_holders_is_too_high(
         claimed = item_claim_for_annotator(study=study, user=newcomer)
     assert claimed is not None and claimed.item_id == items[ITEMS * 3 // 4]
     items_holders_recount(item_ids=items)
+
+
+@pytest.fixture
+def annotator_of_two_studies(study_far_along, codebook_version):
+    """The far-along study's first annotator, who holds as many items of another study."""
+    study, first, _ = study_far_along
+    other, other_items = _study_of_new_issues("other", codebook_version, (first,))
+    Assignment.objects.bulk_create(
+        Assignment(item_id=item_id, study=other, annotator=first) for item_id in other_items
+    )
+    items_holders_recount(item_ids=other_items)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE labeling_assignment, labeling_studyitem")
+    return study, first
+
+
+def test_progress_counts_ones_assignments_in_the_study_without_reading_its_items(
+    annotator_of_two_studies,
+):
+    study, first = annotator_of_two_studies
+    with CaptureQueriesContext(connection) as captured:
+        progress = queue_progress(study=study, user=first)
+    assert (progress.total, progress.done, progress.todo) == (ITEMS, ITEMS - 3, 3)
+    (sql,) = [query["sql"] for query in captured]
+    with connection.cursor() as cursor:
+        # A third of this small table is the annotator's: PostgreSQL rightly reads it whole.
+        # What is checked is the walk it takes where one's assignments are a small part.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+    plan = _plan_of(sql)
+    assert "labeling_studyitem" not in _relations(plan)
+    rows = _most_rows_of_a_step(plan)
+    assert rows <= ITEMS, f"{rows} rows read by one step to count {ITEMS} assignments"
+
+
+def test_a_queue_page_reads_its_rows_alone(annotator_of_two_studies):
+    study, first = annotator_of_two_studies
+    page = queue_for_annotator(study=study, user=first)[:100]
+    with CaptureQueriesContext(connection) as captured:
+        rows = list(page)
+    assert len(rows) == 100 and {row.item.study_id for row in rows} == {study.pk}
+    rows_read = _rows_read(_plan_of(captured[0]["sql"]))
+    assert rows_read < 1000, f"{rows_read} rows read for a page of 100 of {ITEMS}"
