@@ -217,7 +217,7 @@ class StudyQueueViewSet(StudyLookup, viewsets.GenericViewSet):
         # What AssignmentSerializer reads, without reading the assignment again: it is the
         # user's own, of this study's item.
         assignment.item.issue, assignment.annotator = issue, request.user
-        assignment_labels_carry(assignment=assignment)
+        assignment_labels_carry(assignment=assignment, version=study.codebook_version)
         item = LabelingItem(
             assignment=assignment,
             issue=issue,

@@ -42,7 +42,7 @@ from labeling.resolution_rules import (
 )
 from labeling.selectors import study_dimensions
 from taxonomy.models import Category, CodebookVersion, Dimension
-from taxonomy.selectors import categories_of_version
+from taxonomy.selectors import categories_by_id, category_codebook_order
 
 # item id -> annotator username -> dimension key -> category keys, of every submitted assignment
 ItemLabels = dict[int, dict[str, dict[str, frozenset[str]]]]
@@ -548,18 +548,11 @@ def item_gold_list(*, item: StudyItem, version: CodebookVersion) -> list[Resolut
         resolutions.setdefault(row.pk, row)
         if row.chosen_category_id is not None:
             chosen.setdefault(row.pk, []).append(row.chosen_category_id)
-    categories = {category.pk: category for category in categories_of_version(version=version)}
-    others = {pk for ids in chosen.values() for pk in ids} - categories.keys()
-    if others:
-        categories |= Category.objects.in_bulk(others)
+    categories = categories_by_id(version=version, ids=(i for ids in chosen.values() for i in ids))
     for pk, resolution in resolutions.items():
-        ordered = sorted((categories[i] for i in chosen.get(pk, [])), key=_codebook_order)
+        ordered = sorted((categories[i] for i in chosen.get(pk, [])), key=category_codebook_order)
         prefetched_carry(resolution, "categories", ordered)
     return list(resolutions.values())
-
-
-def _codebook_order(category: Category) -> tuple[int, int]:
-    return (category.position, category.pk)
 
 
 # Every page of an item its annotator submitted reads it: built and compiled once.

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 
 from common.prepared import PreparedQuery, prefetched_carry
 from corpus.models import Issue, IssueComment, LinkedFix
@@ -23,8 +23,12 @@ from labeling.models import (
     StudyEvent,
     StudyItem,
 )
-from taxonomy.models import Category, Dimension
-from taxonomy.selectors import dimensions_of_version
+from taxonomy.models import CodebookVersion, Dimension
+from taxonomy.selectors import (
+    categories_by_id,
+    category_codebook_order,
+    dimensions_of_version,
+)
 
 
 def study_list_for_user(*, user: AbstractBaseUser) -> QuerySet[Study]:
@@ -217,61 +221,67 @@ def labeling_page(*, assignment: Assignment, study: Study) -> LabelingPage:
         fixes=thread.fixes,
         comments=thread.comments,
         dimensions=dimensions,
-        annotations=assignment_annotations(assignment=assignment),
+        annotations=assignment_annotations(assignment=assignment, version=study.codebook_version),
     )
 
 
-def assignment_annotations(*, assignment: Assignment) -> dict[int, Annotation]:
-    """The assignment's annotations by dimension id, each with its categories (two queries;
-    none for an assignment never saved, which has none: Assignment.version)."""
+def assignment_annotations(
+    *, assignment: Assignment, version: CodebookVersion
+) -> dict[int, Annotation]:
+    """The assignment's annotations by dimension id, each with its categories, `version` being
+    its study's codebook version (one query; none for an assignment never saved, which has
+    none: Assignment.version)."""
     if not assignment.version:
         return {}
-    return {a.dimension_id: a for a in _annotations_read(assignment_id=assignment.pk, shown=False)}
+    annotations = _annotations_read(assignment_id=assignment.pk, version=version, shown=False)
+    return {annotation.dimension_id: annotation for annotation in annotations}
 
 
-def assignment_labels_carry(*, assignment: Assignment) -> None:
+def assignment_labels_carry(*, assignment: Assignment, version: CodebookVersion) -> None:
     """The assignment's annotations, each with its dimension and its categories, carried as
     `assignment.annotations` as `prefetch_related` carries them, in the order
-    AssignmentSerializer shows them (by dimension; categories by position): two queries, none
-    for an assignment never saved."""
+    AssignmentSerializer shows them (by dimension; categories by position), `version` being
+    its study's codebook version: one query, none for an assignment never saved."""
     annotations = (
-        _annotations_read(assignment_id=assignment.pk, shown=True) if assignment.version else []
+        _annotations_read(assignment_id=assignment.pk, version=version, shown=True)
+        if assignment.version
+        else []
     )
     prefetched_carry(assignment, "annotations", annotations)
 
 
-def _annotations_read(*, assignment_id: int, shown: bool) -> list[Annotation]:
-    """An assignment's annotations with their categories carried; `shown`: with their
-    dimensions, ordered as shown. Kept compiled: every labeling page and save reads them."""
-    annotations = _ANNOTATIONS_OF(assignment_id=assignment_id, shown=shown)
-    chosen: dict[int, list[Category]] = {annotation.pk: [] for annotation in annotations}
-    for link in _CATEGORY_LINKS_OF(assignment_id=assignment_id, shown=shown):
-        chosen[link.annotation_id].append(link.category)
-    for annotation in annotations:
-        prefetched_carry(annotation, "categories", chosen[annotation.pk])
-    return annotations
+def _annotations_read(
+    *, assignment_id: int, version: CodebookVersion, shown: bool
+) -> list[Annotation]:
+    """An assignment's annotations with their categories carried, in one query: the categories
+    come from the codebook `version` as it is kept (taxonomy.selectors.categories_by_id).
+    `shown`: with their dimensions, ordered as shown. Kept compiled: every labeling page and
+    save reads them."""
+    annotations: dict[int, Annotation] = {}
+    chosen: dict[int, list[int]] = {}
+    for row in _ANNOTATIONS_OF(assignment_id=assignment_id, shown=shown):  # a row per category
+        annotations.setdefault(row.pk, row)
+        if row.chosen_category_id is not None:
+            chosen.setdefault(row.pk, []).append(row.chosen_category_id)
+    categories = categories_by_id(version=version, ids=(i for ids in chosen.values() for i in ids))
+    for pk, annotation in annotations.items():
+        ordered = sorted((categories[i] for i in chosen.get(pk, [])), key=category_codebook_order)
+        prefetched_carry(annotation, "categories", ordered)
+    return list(annotations.values())
 
 
-_ANNOTATIONS_OF = PreparedQuery(
-    lambda *, assignment_id, shown: (
-        Annotation.objects.filter(assignment_id=assignment_id)
-        .select_related("dimension")
-        .order_by("dimension__position")
-        if shown
-        # Unordered: read by dimension, and the default ordering would join the dimensions
-        # only to sort them.
-        else Annotation.objects.filter(assignment_id=assignment_id).order_by()
-    ),
-    values=("assignment_id",),
-)
-_CATEGORY_LINKS_OF = PreparedQuery(
-    lambda *, assignment_id, shown: (
-        Annotation.categories.through.objects.filter(annotation__assignment_id=assignment_id)
-        .select_related("category")
-        .order_by(*("category__position", "category_id") if shown else ())
-    ),
-    values=("assignment_id",),
-)
+def _annotations_of(*, assignment_id: int, shown: bool) -> QuerySet[Annotation]:
+    annotations = Annotation.objects.filter(assignment_id=assignment_id).annotate(
+        chosen_category_id=F("categories__id")
+    )
+    if shown:
+        return annotations.select_related("dimension").order_by("dimension__position", "id")
+    # Unordered: read by dimension, and the default ordering would join the dimensions only to
+    # sort them.
+    return annotations.order_by()
+
+
+_ANNOTATIONS_OF = PreparedQuery(_annotations_of, values=("assignment_id",))
 
 
 def study_overview_counts(*, study: Study) -> dict[str, int]:

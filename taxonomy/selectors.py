@@ -100,6 +100,22 @@ def categories_of_version(*, version: CodebookVersion) -> Sequence[Category]:
     return _published_kept(version, "categories", lambda: categories_of(version_id=version.id))
 
 
+def categories_by_id(*, version: CodebookVersion, ids: Iterable[int]) -> dict[int, Category]:
+    """The categories `ids`, from the version as `categories_of_version` keeps them (read them,
+    never change one); one of another version, which a codebook change left on a label to be
+    re-checked, is read besides."""
+    kept = {category.pk: category for category in categories_of_version(version=version)}
+    others = set(ids) - kept.keys()
+    if others:
+        kept |= Category.objects.in_bulk(others)
+    return kept
+
+
+def category_codebook_order(category: Category) -> tuple[int, int]:
+    """Where a category comes among those chosen together: by its position in the codebook."""
+    return (category.position, category.pk)
+
+
 def categories_by_key(*, version: CodebookVersion) -> dict[tuple[int, str], Category]:
     """The version's categories by (dimension id, key), as `categories_of_version` keeps them:
     read them, never change one."""

@@ -148,7 +148,7 @@ def _assignment_write(
             return _assignment_write(assignment=_locked(assignment), **saving, locked=True)
     study = assignment.item.study  # read with the assignment, in this transaction
     study_check_open(study_id=study.pk, status_read=study.status)
-    existing = assignment_annotations(assignment=assignment)
+    existing = assignment_annotations(assignment=assignment, version=study.codebook_version)
     flagged = {dimension_id for dimension_id, a in existing.items() if a.needs_review_since}
     _check_can_edit(assignment=assignment, user=user, rechecking=bool(flagged))
     if expected_version is not None and expected_version != assignment.version:

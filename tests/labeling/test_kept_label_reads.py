@@ -38,14 +38,14 @@ def _shown(annotations) -> list[tuple]:
 
 
 def test_an_assignments_labels_are_carried_as_the_prefetch_carries_them(
-    study, people, django_assert_num_queries
+    study, people, codebook_version, django_assert_num_queries
 ):
     user = people["annotator1"]
     saved = _labeled(study, user)
     _labeled(study, people["annotator2"])  # another annotator's labels stay out
     assignment = Assignment.objects.get(pk=saved.pk)
-    with django_assert_num_queries(2):
-        assignment_labels_carry(assignment=assignment)
+    with django_assert_num_queries(1):  # the version's categories kept by the saves
+        assignment_labels_carry(assignment=assignment, version=codebook_version)
     orms = Assignment.objects.prefetch_related(LABELS_PREFETCH).get(pk=saved.pk)
     with django_assert_num_queries(0):
         ours = _shown(assignment.annotations.all())
@@ -61,21 +61,21 @@ def test_an_assignments_labels_are_carried_as_the_prefetch_carries_them(
 
 
 def test_an_assignment_never_saved_carries_no_labels_and_reads_none(
-    study, people, django_assert_num_queries
+    study, people, codebook_version, django_assert_num_queries
 ):
     assignment = item_next_for_annotator(study=study, user=people["annotator1"])
     with django_assert_num_queries(0):
-        assignment_labels_carry(assignment=assignment)
+        assignment_labels_carry(assignment=assignment, version=codebook_version)
         assert list(assignment.annotations.all()) == []
-        assert assignment_annotations(assignment=assignment) == {}
+        assert assignment_annotations(assignment=assignment, version=codebook_version) == {}
 
 
 def test_the_saves_read_of_labels_gives_each_dimensions_categories(
-    study, people, django_assert_num_queries
+    study, people, codebook_version, django_assert_num_queries
 ):
     saved = _labeled(study, people["annotator1"])
-    with django_assert_num_queries(2):
-        ours = assignment_annotations(assignment=saved)
+    with django_assert_num_queries(1):
+        ours = assignment_annotations(assignment=saved, version=codebook_version)
     orms = {
         a.dimension_id: a
         for a in Annotation.objects.filter(assignment=saved).prefetch_related(
@@ -99,6 +99,32 @@ def test_the_saves_read_of_labels_gives_each_dimensions_categories(
     assert changed.revisions.count() == 2
     unchanged = Annotation.objects.get(assignment=again, dimension__key="debugging_practice")
     assert unchanged.revisions.count() == 1
+
+
+def test_a_label_left_with_a_category_of_another_version_carries_it(
+    study, people, codebook_version, django_assert_num_queries
+):
+    """A codebook change leaves a label's category of the earlier version until it is
+    re-checked: read besides the kept version's."""
+    from taxonomy.services import codebook_load
+
+    saved = _labeled(study, people["annotator1"])
+    other_version, _ = codebook_load(
+        data={
+            "name": "another",
+            "dimensions": [
+                {"key": "symptom", "name": "Symptom", "categories": [{"key": "x", "name": "X"}]}
+            ],
+        },
+        publish=True,
+    )
+    flagged = Annotation.objects.get(assignment=saved, dimension__key="symptom")
+    flagged.categories.add(Category.objects.get(dimension__version=other_version, key="x"))
+    with django_assert_num_queries(2):
+        assignment_labels_carry(assignment=saved, version=codebook_version)
+    chosen = {a.dimension.key: [c.key for c in a.categories.all()] for a in saved.annotations.all()}
+    assert sorted(chosen["symptom"]) == ["hang", "x"]
+    assert chosen["root_cause"] == []
 
 
 def test_an_issue_comes_with_its_thread_as_the_prefetch_gives_it(
