@@ -14,9 +14,9 @@ from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
+from api.renderers import JSONRenderer
 from api.resolutions import ERRORS, OVERSEERS
 from common.tables import table_json
 from exports.report_files import FORMATS, table_file
