@@ -43,6 +43,16 @@ def run_child(script: str, *arguments: str) -> dict:
     return json.loads(output.strip().splitlines()[-1])
 
 
+def machine_pace_ms() -> float:
+    """How long this machine takes for a fixed piece of Python work, in ms (the best of 5 runs
+    of `sum(range(1_000_000))`). The same code's figures on the same 2-core machine swung by
+    twofold from one day to the next with what else ran on its host: two runs' figures compare
+    only as far as their paces do."""
+    import timeit
+
+    return 1000 * min(timeit.repeat("sum(range(1_000_000))", number=5, repeat=5)) / 5
+
+
 def bytecode_compiled() -> None:
     """The project's bytecode, as `make run` leaves it (`make compile`): where bytecode is not
     written (PYTHONDONTWRITEBYTECODE), each command a benchmark starts would compile the

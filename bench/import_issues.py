@@ -35,6 +35,7 @@ from benchkit import (
     ROOT,
     bytecode_compiled,
     django_setup,
+    machine_pace_ms,
     postgres_database,
     run_child,
 )
@@ -194,6 +195,7 @@ def main() -> None:
         return
 
     bytecode_compiled()
+    pace = machine_pace_ms()
     with tempfile.TemporaryDirectory() as folder:
         sizes = sorted({max(args.issues // 5, 1), args.issues})
         dumps = {}
@@ -231,6 +233,8 @@ def main() -> None:
             "its processes together. start s: the command on an empty file. bound s: the "
             f"fastest any schedule of that CPU time could finish on this machine's {cores} "
             "cores (the start-up, then the rest spread evenly).\n"
+            f"machine pace: {pace:.1f} ms for sum(range(1_000_000)) (best of 5); figures of two "
+            "runs compare at like paces.\n"
         )
 
         print("breakdown: storing alone, then rendering and extracting facets from the database")
