@@ -5,6 +5,7 @@ label table is read once per report; the per-round and per-repository views spli
 read by the items' round or repository instead of reading it again for each.
 """
 
+import itertools
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -241,7 +242,10 @@ class LabelColumns:
 
     @classmethod
     def of_rows(cls, rows: list[tuple[int, int, int, int]]) -> "LabelColumns":
-        table = np.array(rows, dtype=np.int64).reshape(-1, 4)
+        # Read as one stream of numbers: np.array on a list of tuples took twice as long
+        # (65 ms against 29 ms for 270,000 rows).
+        flat = itertools.chain.from_iterable(rows)
+        table = np.fromiter(flat, dtype=np.int64, count=4 * len(rows)).reshape(-1, 4)
         return cls(table[:, 0], table[:, 1], table[:, 2], table[:, 3])
 
     @property
@@ -306,18 +310,19 @@ class GroupedLabels:
         pairs, keys = pairs[order], keys[order]
         starts = np.flatnonzero(np.r_[True, pairs[1:] != pairs[:-1]])
         ends = np.r_[starts[1:], len(pairs)]
-        singles = [frozenset((name,)) for name in self.key_names]
-        none: frozenset[str] = frozenset()
-        label_sets = []
+        # A pair's label set, by its one key where it chose one category or none (most pairs):
+        # looked up for all of them at once, the key -1 ("none applies") at the end of the
+        # lookup. A pair that chose several is put together by itself.
+        lookup = np.empty(len(self.key_names) + 1, dtype=object)
+        for index, name in enumerate(self.key_names):
+            lookup[index] = frozenset((name,))
+        lookup[-1] = frozenset()
+        label_sets = lookup[keys[starts]]
         key_list = keys.tolist()
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            if end - start == 1:
-                key = key_list[start]
-                label_sets.append(none if key < 0 else singles[key])
-            else:
-                label_sets.append(
-                    frozenset(self.key_names[k] for k in key_list[start:end] if k >= 0)
-                )
+        for at in np.flatnonzero(ends - starts > 1).tolist():
+            chosen = key_list[starts[at] : ends[at]]
+            label_sets[at] = frozenset(self.key_names[k] for k in chosen if k >= 0)
+        label_sets = label_sets.tolist()
         firsts = pairs[starts]
         width = len(self.names)
         return (firsts // width).tolist(), self.names[firsts % width].tolist(), label_sets
