@@ -22,7 +22,7 @@ from django.db.models import (
     Value,
 )
 
-from common.prepared import PreparedQuery, prefetched_carry
+from common.prepared import PreparedQuery
 from labeling.access import item_blind_annotators
 from labeling.models import (
     Annotation,
@@ -40,9 +40,8 @@ from labeling.resolution_rules import (
     conflict_label,
     item_outcomes,
 )
-from labeling.selectors import study_dimensions
+from labeling.selectors import rows_with_categories_carried, study_dimensions
 from taxonomy.models import Category, CodebookVersion, Dimension
-from taxonomy.selectors import categories_by_id, category_codebook_order
 
 # item id -> annotator username -> dimension key -> category keys, of every submitted assignment
 ItemLabels = dict[int, dict[str, dict[str, frozenset[str]]]]
@@ -542,17 +541,7 @@ def item_gold_list(*, item: StudyItem, version: CodebookVersion) -> list[Resolut
     from the study's codebook `version` as it is kept (taxonomy.selectors.categories_of_version).
     One of another version, which a codebook change left to be decided again, is read besides.
     """
-    resolutions: dict[int, Resolution] = {}
-    chosen: dict[int, list[int]] = {}
-    for row in _GOLD_OF_ITEM(item_id=item.pk):  # a row per category, or one with none
-        resolutions.setdefault(row.pk, row)
-        if row.chosen_category_id is not None:
-            chosen.setdefault(row.pk, []).append(row.chosen_category_id)
-    categories = categories_by_id(version=version, ids=(i for ids in chosen.values() for i in ids))
-    for pk, resolution in resolutions.items():
-        ordered = sorted((categories[i] for i in chosen.get(pk, [])), key=category_codebook_order)
-        prefetched_carry(resolution, "categories", ordered)
-    return list(resolutions.values())
+    return rows_with_categories_carried(_GOLD_OF_ITEM(item_id=item.pk), version=version)
 
 
 # Every page of an item its annotator submitted reads it: built and compiled once.

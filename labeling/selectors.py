@@ -5,6 +5,7 @@ import copy
 import functools
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
@@ -257,17 +258,29 @@ def _annotations_read(
     come from the codebook `version` as it is kept (taxonomy.selectors.categories_by_id).
     `shown`: with their dimensions, ordered as shown. Kept compiled: every labeling page and
     save reads them."""
-    annotations: dict[int, Annotation] = {}
+    rows = _ANNOTATIONS_OF(assignment_id=assignment_id, shown=shown)
+    return rows_with_categories_carried(rows, version=version)
+
+
+Label = TypeVar("Label", Annotation, Resolution)
+
+
+def rows_with_categories_carried(rows: Iterable[Label], *, version: CodebookVersion) -> list[Label]:
+    """Labels (annotations or gold labels) read with their categories joined, a row per category
+    (`chosen_category_id`, None for a label with none), as one instance each, in the rows'
+    order, with their categories carried (`label.categories.all()`) in codebook order. The
+    categories come from `version` as it is kept (taxonomy.selectors.categories_by_id)."""
+    labels: dict[int, Label] = {}
     chosen: dict[int, list[int]] = {}
-    for row in _ANNOTATIONS_OF(assignment_id=assignment_id, shown=shown):  # a row per category
-        annotations.setdefault(row.pk, row)
+    for row in rows:
+        labels.setdefault(row.pk, row)
         if row.chosen_category_id is not None:
             chosen.setdefault(row.pk, []).append(row.chosen_category_id)
     categories = categories_by_id(version=version, ids=(i for ids in chosen.values() for i in ids))
-    for pk, annotation in annotations.items():
+    for pk, label in labels.items():
         ordered = sorted((categories[i] for i in chosen.get(pk, [])), key=category_codebook_order)
-        prefetched_carry(annotation, "categories", ordered)
-    return list(annotations.values())
+        prefetched_carry(label, "categories", ordered)
+    return list(labels.values())
 
 
 def _annotations_of(*, assignment_id: int, shown: bool) -> QuerySet[Annotation]:

@@ -101,14 +101,11 @@ def test_the_saves_read_of_labels_gives_each_dimensions_categories(
     assert unchanged.revisions.count() == 1
 
 
-def test_a_label_left_with_a_category_of_another_version_carries_it(
-    study, people, codebook_version, django_assert_num_queries
-):
-    """A codebook change leaves a label's category of the earlier version until it is
-    re-checked: read besides the kept version's."""
+def _category_of_another_version() -> Category:
+    """A category "x" of a symptom dimension in another published codebook version, as a
+    codebook change leaves one on a label until it is re-checked or decided again."""
     from taxonomy.services import codebook_load
 
-    saved = _labeled(study, people["annotator1"])
     other_version, _ = codebook_load(
         data={
             "name": "another",
@@ -118,8 +115,17 @@ def test_a_label_left_with_a_category_of_another_version_carries_it(
         },
         publish=True,
     )
+    return Category.objects.get(dimension__version=other_version, key="x")
+
+
+def test_a_label_left_with_a_category_of_another_version_carries_it(
+    study, people, codebook_version, django_assert_num_queries
+):
+    """A codebook change leaves a label's category of the earlier version until it is
+    re-checked: read besides the kept version's."""
+    saved = _labeled(study, people["annotator1"])
     flagged = Annotation.objects.get(assignment=saved, dimension__key="symptom")
-    flagged.categories.add(Category.objects.get(dimension__version=other_version, key="x"))
+    flagged.categories.add(_category_of_another_version())
     with django_assert_num_queries(2):
         assignment_labels_carry(assignment=saved, version=codebook_version)
     chosen = {a.dimension.key: [c.key for c in a.categories.all()] for a in saved.annotations.all()}
@@ -189,7 +195,6 @@ def test_an_items_gold_labels_are_read_in_one_query_as_the_prefetch_gives_them(
 ):
     from labeling.disagreements import item_gold_list
     from labeling.models import Resolution
-    from taxonomy.services import codebook_load
 
     item = _item_both_submitted(study, people)
     item_gold_list(item=item, version=codebook_version)  # the version's categories kept
@@ -197,17 +202,8 @@ def test_an_items_gold_labels_are_read_in_one_query_as_the_prefetch_gives_them(
         item_gold_list(item=item, version=codebook_version)
     # A category of another version, as a codebook change leaves one to be decided again: read
     # besides.
-    other_version, _ = codebook_load(
-        data={
-            "name": "another",
-            "dimensions": [
-                {"key": "symptom", "name": "Symptom", "categories": [{"key": "x", "name": "X"}]}
-            ],
-        },
-        publish=True,
-    )
     flagged = Resolution.objects.get(item=item, dimension__key="symptom")
-    flagged.categories.add(Category.objects.get(dimension__version=other_version, key="x"))
+    flagged.categories.add(_category_of_another_version())
     orms = list(
         Resolution.objects.filter(item=item)
         .select_related("dimension", "decided_by")
