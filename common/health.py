@@ -7,11 +7,8 @@ never its message (a connection error names hosts, users and sometimes passwords
 import time
 from typing import Any
 
-import redis
 from django.conf import settings
 from django.db import connections
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 BROKER_TIMEOUT_SECONDS = 2.0
 
@@ -49,6 +46,12 @@ def health_broker(
     url = settings.CELERY_BROKER_URL if url is None else url
     if not url:
         return {"ok": True, "configured": False}
+
+    # Imported here: the embedded default has no broker, and redis-py took a tenth of a second
+    # of every start of the web server (this module is the health page's).
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 
     def ping() -> None:
         # No retries: redis-py's default ones would stretch a probe well past its timeout.
