@@ -14,7 +14,8 @@ import itertools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from labeling.agreement import cohen_kappa
+# The package, not its function: its numerical modules (numpy) load at the first kappa.
+from labeling import agreement
 
 DELEGATION_THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 NONE_APPLIES = ""  # a single-label "none applies", as a value of its own (as in the report)
@@ -42,13 +43,13 @@ def pair_kappa(
     if not multi_label:
         a = [next(iter(sorted(first[item])), NONE_APPLIES) for item in shared]
         b = [next(iter(sorted(second[item])), NONE_APPLIES) for item in shared]
-        return len(shared), _rounded(cohen_kappa(a, b))
+        return len(shared), _rounded(agreement.cohen_kappa(a, b))
     used = set(categories) | {key for item in shared for key in (*first[item], *second[item])}
     kappas = []
     for key in sorted(used):
         a = [key in first[item] for item in shared]
         b = [key in second[item] for item in shared]
-        value = cohen_kappa(a, b, labels=[False, True])
+        value = agreement.cohen_kappa(a, b, labels=[False, True])
         if value is not None:
             kappas.append(value)
     return len(shared), _rounded(sum(kappas) / len(kappas)) if kappas else None

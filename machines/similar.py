@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 from django.core.cache import cache
 from django.db.models import Count, Max
 
 from labeling.models import Study, StudyItem
-from machines.classical import study_item_texts
 from machines.prompts import sha256_of
 
 TOP = 5
@@ -49,6 +47,9 @@ class CorpusState:
 def neighbours_of(texts: list[str], *, top: int = TOP) -> list[list[tuple[int, float]]]:
     """For each text, the `top` most similar other texts as (index, cosine), best first;
     texts sharing no word with any other have none."""
+    # Here, not with the module: the item page imports it, and numpy and scikit-learn are for
+    # the computation alone.
+    import numpy as np
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     empty: list[list[tuple[int, float]]] = [[] for _ in texts]
@@ -88,6 +89,8 @@ def study_neighbours_compute(*, study: Study, state: CorpusState | None = None) 
     """Compute the study's index (item id -> its nearest neighbours as (item id, cosine)) and
     keep it in the cache, under the state its texts were read in (`state`, when the caller read
     it just now) and as the study's latest."""
+    from machines.classical import study_item_texts  # with numpy, as in neighbours_of
+
     state = state or study_corpus_state(study=study)
     item_ids, texts = study_item_texts(study=study)
     table = {

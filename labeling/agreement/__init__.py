@@ -10,57 +10,62 @@ One module per family, each small enough to read against its paper:
 * ``sets``: label-set distances (MASI, Jaccard) and alpha over label sets;
 * ``intervals``: the percentile bootstrap over items;
 * ``ratings``: rating rows coded into arrays;
-* ``report``: one dimension's report with every figure, its headline and warnings.
+* ``report``: one dimension's report with every figure, its headline and warnings;
+* ``wording``: how a report reads (the defaults, the Landis & Koch wording, the warnings and
+  the headline), in plain Python.
+
+The package imports a module when one of its names is first used (PEP 562), so that the pages,
+forms and serializers that need only the wording and its defaults do not import numpy with
+them: numpy was a tenth of the web server's start.
 """
 
-from labeling.agreement.cohen import (
-    WEIGHT_SCHEMES,
-    cohen_kappa,
-    kappa_from_confusion,
-    kappa_standard_error,
-    specific_agreement,
-    wald_interval,
-)
-from labeling.agreement.fleiss import category_fleiss_kappas, fleiss_kappa, fleiss_kappa_gwet
-from labeling.agreement.krippendorff import krippendorff_alpha, krippendorff_alpha_nominal
-from labeling.agreement.numbers import CONFIDENCE_LEVEL
-from labeling.agreement.ratings import NONE_APPLIES
-from labeling.agreement.report import (
-    DEFAULT_MIN_PAIR_ITEMS,
-    HEADLINE_LABELS,
-    HEADLINE_SHORT_LABELS,
-    MIN_ITEMS_FOR_KAPPA,
-    agreement_warnings,
-    dimension_agreement,
-    headline_of,
-    interpret_kappa,
-    kappa_undetermined_reason,
-)
-from labeling.agreement.sets import jaccard_distance, masi_distance
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "CONFIDENCE_LEVEL",
-    "DEFAULT_MIN_PAIR_ITEMS",
-    "HEADLINE_LABELS",
-    "HEADLINE_SHORT_LABELS",
-    "MIN_ITEMS_FOR_KAPPA",
-    "NONE_APPLIES",
-    "WEIGHT_SCHEMES",
-    "agreement_warnings",
-    "category_fleiss_kappas",
-    "cohen_kappa",
-    "dimension_agreement",
-    "fleiss_kappa",
-    "fleiss_kappa_gwet",
-    "headline_of",
-    "interpret_kappa",
-    "jaccard_distance",
-    "kappa_from_confusion",
-    "kappa_standard_error",
-    "kappa_undetermined_reason",
-    "krippendorff_alpha",
-    "krippendorff_alpha_nominal",
-    "masi_distance",
-    "specific_agreement",
-    "wald_interval",
-]
+# Each public name, by the module that defines it.
+_MODULE_OF = {
+    **dict.fromkeys(
+        (
+            "WEIGHT_SCHEMES",
+            "cohen_kappa",
+            "kappa_from_confusion",
+            "kappa_standard_error",
+            "specific_agreement",
+            "wald_interval",
+        ),
+        "cohen",
+    ),
+    **dict.fromkeys(("category_fleiss_kappas", "fleiss_kappa", "fleiss_kappa_gwet"), "fleiss"),
+    **dict.fromkeys(("krippendorff_alpha", "krippendorff_alpha_nominal"), "krippendorff"),
+    "CONFIDENCE_LEVEL": "numbers",
+    "NONE_APPLIES": "ratings",
+    "dimension_agreement": "report",
+    **dict.fromkeys(("jaccard_distance", "masi_distance"), "sets"),
+    **dict.fromkeys(
+        (
+            "DEFAULT_MIN_PAIR_ITEMS",
+            "HEADLINE_LABELS",
+            "HEADLINE_SHORT_LABELS",
+            "MIN_ITEMS_FOR_KAPPA",
+            "agreement_warnings",
+            "headline_of",
+            "interpret_kappa",
+            "kappa_undetermined_reason",
+        ),
+        "wording",
+    ),
+}
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
