@@ -22,39 +22,34 @@ them: numpy was a tenth of the web server's start.
 from importlib import import_module
 from typing import Any
 
-# Each public name, by the module that defines it.
-_MODULE_OF = {
-    **dict.fromkeys(
-        (
-            "WEIGHT_SCHEMES",
-            "cohen_kappa",
-            "kappa_from_confusion",
-            "kappa_standard_error",
-            "specific_agreement",
-            "wald_interval",
-        ),
-        "cohen",
+# The public names of each module, as the package imported them before it imported lazily.
+_NAMES = {
+    "cohen": (
+        "WEIGHT_SCHEMES",
+        "cohen_kappa",
+        "kappa_from_confusion",
+        "kappa_standard_error",
+        "specific_agreement",
+        "wald_interval",
     ),
-    **dict.fromkeys(("category_fleiss_kappas", "fleiss_kappa", "fleiss_kappa_gwet"), "fleiss"),
-    **dict.fromkeys(("krippendorff_alpha", "krippendorff_alpha_nominal"), "krippendorff"),
-    "CONFIDENCE_LEVEL": "numbers",
-    "NONE_APPLIES": "ratings",
-    "dimension_agreement": "report",
-    **dict.fromkeys(("jaccard_distance", "masi_distance"), "sets"),
-    **dict.fromkeys(
-        (
-            "DEFAULT_MIN_PAIR_ITEMS",
-            "HEADLINE_LABELS",
-            "HEADLINE_SHORT_LABELS",
-            "MIN_ITEMS_FOR_KAPPA",
-            "agreement_warnings",
-            "headline_of",
-            "interpret_kappa",
-            "kappa_undetermined_reason",
-        ),
-        "wording",
+    "fleiss": ("category_fleiss_kappas", "fleiss_kappa", "fleiss_kappa_gwet"),
+    "krippendorff": ("krippendorff_alpha", "krippendorff_alpha_nominal"),
+    "numbers": ("CONFIDENCE_LEVEL",),
+    "ratings": ("NONE_APPLIES",),
+    "report": ("dimension_agreement",),
+    "sets": ("jaccard_distance", "masi_distance"),
+    "wording": (
+        "DEFAULT_MIN_PAIR_ITEMS",
+        "HEADLINE_LABELS",
+        "HEADLINE_SHORT_LABELS",
+        "MIN_ITEMS_FOR_KAPPA",
+        "agreement_warnings",
+        "headline_of",
+        "interpret_kappa",
+        "kappa_undetermined_reason",
     ),
 }
+_MODULE_OF = {name: module for module, names in _NAMES.items() for name in names}
 __all__ = sorted(_MODULE_OF)
 
 
