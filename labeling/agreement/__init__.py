@@ -10,6 +10,8 @@ One module per family, each small enough to read against its paper:
 * ``sets``: label-set distances (MASI, Jaccard) and alpha over label sets;
 * ``intervals``: the percentile bootstrap over items;
 * ``ratings``: rating rows coded into arrays;
+* ``label_table``: a study's label rows as numpy columns, grouped by (item, annotator) pair;
+* ``numbers``: the small numeric helpers the families share;
 * ``report``: one dimension's report with every figure, its headline and warnings;
 * ``wording``: how a report reads (the defaults, the Landis & Koch wording, the warnings and
   the headline), in plain Python.
